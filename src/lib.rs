@@ -1,0 +1,1 @@
+//! blazes: coordination analysis for dataflows.
