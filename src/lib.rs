@@ -1,1 +1,16 @@
-//! blazes: coordination analysis for dataflows.
+//! blazes: coordination analysis for dataflows (Alvaro, Conway, Hellerstein, Maier, ICDE 2014).
+//!
+//! The library reads a dataflow spec ([`spec`]), resolves it into an IR ([`graph`]), derives
+//! stream labels and points of order ([`analysis`]) over the label lattice ([`label`]), and
+//! renders the results ([`report`]). It does no file IO and never prints: the binary
+//! (`src/main.rs`, [`cli`]) is the edge.
+
+pub mod analysis;
+pub mod check;
+pub mod cli;
+pub mod codes;
+pub mod diagnostic;
+pub mod graph;
+pub mod label;
+pub mod report;
+pub mod spec;

@@ -1,0 +1,106 @@
+//! One file through the whole pipeline: bytes -> spec -> dataflow -> analysis.
+//!
+//! This is the library's entry point for `blazes check` and everything built on it: the CLI
+//! reads the bytes, calls [`check_bytes`], and hands the [`FileReport`] to a `report` format.
+
+use crate::analysis::{self, Analysis, FailOn};
+use crate::diagnostic::{self, Diagnostic, Severity};
+use crate::graph::{self, Dataflow};
+use crate::spec::{self, Limits, Spec};
+
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub fail_on: FailOn,
+    pub limits: Limits,
+}
+
+#[derive(Debug)]
+pub enum Outcome {
+    /// The spec could not be read or is invalid: only diagnostics (all errors of the file).
+    Invalid(Vec<Diagnostic>),
+    Analysed(Box<Analysed>),
+}
+
+#[derive(Debug)]
+pub struct Analysed {
+    pub spec: Spec,
+    pub dataflow: Dataflow,
+    pub analysis: Analysis,
+    /// Analysis diagnostics, sorted by position.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Debug)]
+pub struct FileReport {
+    /// The path as the user wrote it (`<stdin>` for standard input).
+    pub path: String,
+    /// The spec text (lossily decoded when it was not UTF-8), for snippets.
+    pub text: String,
+    pub outcome: Outcome,
+}
+
+/// Exit statuses, as ripgrep and the issue define them.
+pub const EXIT_CLEAN: i32 = 0;
+pub const EXIT_FINDINGS: i32 = 1;
+pub const EXIT_INVALID: i32 = 2;
+
+impl FileReport {
+    pub fn exit_code(&self) -> i32 {
+        match &self.outcome {
+            Outcome::Invalid(_) => EXIT_INVALID,
+            Outcome::Analysed(a) if a.analysis.failing() => EXIT_FINDINGS,
+            Outcome::Analysed(_) => EXIT_CLEAN,
+        }
+    }
+
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        match &self.outcome {
+            Outcome::Invalid(d) => d,
+            Outcome::Analysed(a) => &a.diagnostics,
+        }
+    }
+}
+
+/// The name a spec gets when it has no `name:` field: the file stem.
+fn stem(path: &str) -> String {
+    std::path::Path::new(path)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or(path)
+        .to_string()
+}
+
+/// Reads and analyses one spec. `path` is only used for naming.
+pub fn check_bytes(path: &str, bytes: &[u8], options: &Options) -> FileReport {
+    let (spec, mut diags, text) = spec::parse_bytes(bytes, &options.limits);
+    let Some(spec) = spec else {
+        return FileReport {
+            path: path.to_string(),
+            text,
+            outcome: Outcome::Invalid(diags),
+        };
+    };
+    let (mut dataflow, graph_diags) = graph::build(&spec, &stem(path));
+    diags.extend(graph_diags);
+    if diags.iter().any(|d| d.severity == Severity::Error) {
+        diagnostic::sort(&mut diags);
+        return FileReport {
+            path: path.to_string(),
+            text,
+            outcome: Outcome::Invalid(diags),
+        };
+    }
+    let analysis = analysis::analyze(&mut dataflow, options.fail_on);
+    diags.extend(analysis.diagnostics.iter().cloned());
+    diagnostic::sort(&mut diags);
+    FileReport {
+        path: path.to_string(),
+        text,
+        outcome: Outcome::Analysed(Box::new(Analysed {
+            spec,
+            dataflow,
+            analysis,
+            diagnostics: diags,
+        })),
+    }
+}

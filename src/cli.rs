@@ -1,0 +1,262 @@
+//! The command line: argument parsing, reading files, choosing a format, exit codes.
+//! Everything that touches the outside world lives here (and in `main.rs`, which only calls
+//! [`run`]).
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::analysis::FailOn;
+use crate::check::{self, EXIT_CLEAN, EXIT_INVALID, FileReport, Options, Outcome};
+use crate::codes;
+use crate::diagnostic::{Diagnostic, Span};
+use crate::report;
+use crate::spec::Limits;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "blazes",
+    version,
+    about = "Coordination analysis for dataflows: find where order matters, and the cheapest fix"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Analyse dataflow specs and report points of order and unsafe sinks.
+    ///
+    /// Exit status: 0 when every sink gets a label it tolerates (warnings allowed), 1 when
+    /// some sink's label is worse than it tolerates, 2 when a spec cannot be read or is invalid.
+    Check(CheckArgs),
+    /// Print the long explanation of a diagnostic code (`blazes explain C001`); without a
+    /// code, list every code.
+    Explain {
+        /// A code (`C001`) or its name (`unordered-write`).
+        code: Option<String>,
+    },
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Human,
+    Json,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailOnArg {
+    Run,
+    Inst,
+    Diverge,
+    Never,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct LimitArgs {
+    /// Largest spec accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_bytes)]
+    pub max_file_size: usize,
+    /// Deepest nesting of YAML mappings and lists accepted.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_depth)]
+    pub max_depth: usize,
+    /// Most YAML nodes (scalars, lists, mappings) accepted.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_nodes)]
+    pub max_nodes: usize,
+    /// Most alias references (`*name`) accepted.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_aliases)]
+    pub max_aliases: usize,
+}
+
+impl LimitArgs {
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_bytes: self.max_file_size,
+            max_depth: self.max_depth,
+            max_nodes: self.max_nodes,
+            max_aliases: self.max_aliases,
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// Spec files to check; `-` reads standard input.
+    #[arg(required = true, value_name = "SPEC")]
+    pub specs: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// How bad a sink's label must be to fail the check (a sink's own `tolerate` still wins).
+    #[arg(long, value_enum, default_value_t = FailOnArg::Run)]
+    pub fail_on: FailOnArg,
+    /// Colour in human output.
+    #[arg(long, value_enum, default_value_t = Color::Auto)]
+    pub color: Color,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// Reads a spec from a path (`-` is standard input), bounded by the size limit.
+pub fn read_spec(path: &PathBuf, limits: &Limits) -> Result<(String, Vec<u8>), (String, String)> {
+    let shown = if path.as_os_str() == "-" {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let mut bytes = Vec::new();
+    // Read one byte past the limit so an oversized input is detected without reading it all.
+    let cap = limits.max_bytes as u64 + 1;
+    let result = if path.as_os_str() == "-" {
+        std::io::stdin().lock().take(cap).read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(path).and_then(|f| f.take(cap).read_to_end(&mut bytes))
+    };
+    match result {
+        Ok(_) => Ok((shown, bytes)),
+        Err(e) => {
+            let reason = match e.kind() {
+                std::io::ErrorKind::NotFound => "no such file".to_string(),
+                std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+                std::io::ErrorKind::IsADirectory => "it is a directory".to_string(),
+                _ => e.to_string(),
+            };
+            Err((shown, reason))
+        }
+    }
+}
+
+/// Checks every spec; unreadable files become invalid reports so the others still run.
+pub fn check_files(specs: &[PathBuf], options: &Options) -> Vec<FileReport> {
+    specs
+        .iter()
+        .map(|p| match read_spec(p, &options.limits) {
+            Ok((shown, bytes)) => check::check_bytes(&shown, &bytes, options),
+            Err((shown, reason)) => FileReport {
+                path: shown.clone(),
+                text: String::new(),
+                outcome: Outcome::Invalid(vec![
+                    Diagnostic::new(
+                        &codes::UNREADABLE,
+                        format!("cannot read `{shown}`: {reason}"),
+                    )
+                    .at(Span::new(0, 0), ""),
+                ]),
+            },
+        })
+        .collect()
+}
+
+fn use_color(c: Color) -> bool {
+    match c {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => {
+            std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    }
+}
+
+fn write_out(s: &str) {
+    // A closed pipe (`blazes check ... | head`) is not an error worth a panic.
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(s.as_bytes());
+    let _ = out.flush();
+}
+
+fn run_check(args: &CheckArgs) -> i32 {
+    let options = Options {
+        fail_on: match args.fail_on {
+            FailOnArg::Run => FailOn::Run,
+            FailOnArg::Inst => FailOn::Inst,
+            FailOnArg::Diverge => FailOn::Diverge,
+            FailOnArg::Never => FailOn::Never,
+        },
+        limits: args.limits.limits(),
+    };
+    let reports = check_files(&args.specs, &options);
+    let text = match args.format {
+        Format::Human => report::human::render(
+            &reports,
+            report::human::Style {
+                color: use_color(args.color),
+                ..Default::default()
+            },
+        ),
+        Format::Json => report::json::render(&reports),
+    };
+    write_out(&text);
+    reports
+        .iter()
+        .map(FileReport::exit_code)
+        .max()
+        .unwrap_or(EXIT_CLEAN)
+}
+
+fn run_explain(code: Option<&str>) -> i32 {
+    match code {
+        None => {
+            let mut s = String::from("Diagnostic codes (`blazes explain CODE` for details):\n\n");
+            for c in codes::ALL {
+                s.push_str(&format!(
+                    "  {}  {:<22} {:<7}  {}\n",
+                    c.id,
+                    c.name,
+                    c.severity.as_str(),
+                    c.summary
+                ));
+            }
+            write_out(&s);
+            EXIT_CLEAN
+        }
+        Some(q) => match codes::find(q) {
+            Some(c) => {
+                write_out(&format!(
+                    "{} ({}): {}\n\n{}\n",
+                    c.id, c.name, c.summary, c.explanation
+                ));
+                EXIT_CLEAN
+            }
+            None => {
+                let mut msg = format!("error: unknown diagnostic code `{q}`");
+                let names = codes::ALL.iter().flat_map(|c| [c.id, c.name]);
+                if let Some(s) = crate::spec::did_you_mean(q, names) {
+                    msg.push_str(&format!("; did you mean `{s}`?"));
+                }
+                msg.push_str("\nrun `blazes explain` to list every code\n");
+                eprint!("{msg}");
+                EXIT_INVALID
+            }
+        },
+    }
+}
+
+/// Parses the arguments and runs; returns the exit status.
+pub fn run() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            // clap's own help and version requests are successes; usage errors are exit 2.
+            return if e.use_stderr() {
+                EXIT_INVALID
+            } else {
+                EXIT_CLEAN
+            };
+        }
+    };
+    match &cli.command {
+        Command::Check(args) => run_check(args),
+        Command::Explain { code } => run_explain(code.as_deref()),
+    }
+}

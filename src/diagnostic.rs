@@ -1,0 +1,151 @@
+//! Diagnostics: what the analysis and the spec reader have to say, located in the spec text.
+//!
+//! A diagnostic is plain data (code, severity, message, spans); rendering it is the job of
+//! `report`. Spans are byte ranges into the spec text; line and column are derived from them
+//! by [`LineIndex`] only when a report needs them.
+
+use crate::codes::Code;
+
+/// A byte range in the spec text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Span {
+    pub offset: usize,
+    pub len: usize,
+}
+
+impl Span {
+    pub fn new(offset: usize, len: usize) -> Self {
+        Span { offset, len }
+    }
+
+    pub fn end(self) -> usize {
+        self.offset + self.len
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// A span with the text to print under it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    pub span: Span,
+    pub text: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub code: &'static Code,
+    pub severity: Severity,
+    /// One sentence, no trailing period, no location: the location is in `primary`.
+    pub message: String,
+    pub primary: Option<Note>,
+    /// The provenance chain or other related places, in order.
+    pub related: Vec<Note>,
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn new(code: &'static Code, message: impl Into<String>) -> Self {
+        Diagnostic {
+            code,
+            severity: code.severity,
+            message: message.into(),
+            primary: None,
+            related: Vec::new(),
+            help: None,
+        }
+    }
+
+    pub fn at(mut self, span: Span, text: impl Into<String>) -> Self {
+        self.primary = Some(Note {
+            span,
+            text: text.into(),
+        });
+        self
+    }
+
+    pub fn related(mut self, span: Span, text: impl Into<String>) -> Self {
+        self.related.push(Note {
+            span,
+            text: text.into(),
+        });
+        self
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn severity(mut self, severity: Severity) -> Self {
+        self.severity = severity;
+        self
+    }
+
+    pub fn offset(&self) -> usize {
+        self.primary.as_ref().map_or(0, |n| n.span.offset)
+    }
+}
+
+/// Sorts diagnostics by position, then code, then message: the order every output uses.
+pub fn sort(diags: &mut [Diagnostic]) {
+    diags.sort_by(|a, b| {
+        (a.offset(), a.code.id, &a.message).cmp(&(b.offset(), b.code.id, &b.message))
+    });
+}
+
+/// Maps byte offsets to 1-based line and column (columns count characters, as editors do).
+#[derive(Clone, Debug)]
+pub struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|&(_, b)| b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
+        LineIndex { starts }
+    }
+
+    /// 1-based (line, column) of a byte offset; the column counts Unicode scalar values.
+    pub fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
+        let offset = offset.min(text.len());
+        let line = self.starts.partition_point(|&s| s <= offset) - 1;
+        let start = self.starts[line];
+        let col = text
+            .get(start..offset)
+            .map_or(offset - start, |s| s.chars().count());
+        (line + 1, col + 1)
+    }
+
+    /// Byte offset of a 1-based (line, character column); clamps to the text.
+    pub fn offset(&self, text: &str, line: usize, col: usize) -> usize {
+        let Some(&start) = self.starts.get(line.saturating_sub(1)) else {
+            return text.len();
+        };
+        let rest = &text[start..];
+        let end_of_line = rest.find('\n').map_or(rest.len(), |i| i);
+        rest[..end_of_line]
+            .char_indices()
+            .nth(col.saturating_sub(1))
+            .map_or(start + end_of_line, |(i, _)| start + i)
+    }
+}

@@ -1,0 +1,624 @@
+//! The dataflow IR: components with their interfaces and paths, sources, sinks and streams,
+//! with every name resolved to an index and every key set interned. Built from a [`Spec`],
+//! reporting the cross-reference errors the spec reader cannot see (dangling endpoints,
+//! streams in the wrong direction).
+//!
+//! The topology is also a petgraph graph (one vertex per component, source and sink, one edge
+//! per stream) for traversals that do not care about interfaces.
+//!
+//! Must not know: labels beyond the key sets, how results are printed.
+
+use std::collections::{BTreeMap, HashMap};
+
+use petgraph::graph::{DiGraph, NodeIndex};
+
+use crate::codes;
+use crate::diagnostic::{Diagnostic, Span};
+use crate::label::{Annotation, Gate, KeySet, Keys, Tolerance};
+use crate::spec::{self, GateDecl, KeyList, OrderDecl, Spec};
+
+macro_rules! id {
+    ($name:ident) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub u32);
+        impl $name {
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+    };
+}
+id!(CompId);
+id!(IfaceId);
+id!(StreamId);
+id!(SourceId);
+id!(SinkId);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    Global,
+    Keys(KeySet),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Input,
+    Output,
+}
+
+#[derive(Clone, Debug)]
+pub struct Iface {
+    pub component: CompId,
+    pub name: String,
+    pub direction: Direction,
+    /// First mention in a path (`from` for inputs, `to` for outputs).
+    pub span: Span,
+    /// Streams into an input, or out of an output.
+    pub streams: Vec<StreamId>,
+    /// The implicit sink of an output no stream leaves.
+    pub implicit_sink: Option<SinkId>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Path {
+    pub input: IfaceId,
+    pub output: IfaceId,
+    pub annotation: Annotation,
+    pub gate: Option<Gate>,
+    pub label_span: Span,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct Component {
+    pub name: String,
+    pub span: Span,
+    pub body: Span,
+    pub replicated: bool,
+    pub order: Option<Order>,
+    pub paths: Vec<Path>,
+    pub inputs: Vec<IfaceId>,
+    pub outputs: Vec<IfaceId>,
+}
+
+impl Component {
+    /// Whether the component's order makes an `O(gate)` path deterministic: a global order, or
+    /// a keyed order whose keys lie within the gate.
+    pub fn ordered_for(&self, gate: Gate, keys: &Keys) -> bool {
+        match (self.order, gate) {
+            (Some(Order::Global), _) => true,
+            (Some(Order::Keys(k)), Gate::Keys(g)) => keys.is_subset(k, g),
+            _ => false,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Source {
+    pub name: String,
+    pub span: Span,
+    pub body: Span,
+    pub seal: Option<KeySet>,
+    pub sealable: Vec<KeySet>,
+    pub streams: Vec<StreamId>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Sink {
+    pub name: String,
+    pub span: Span,
+    pub tolerate: Tolerance,
+    /// `Some` for the implicit sink of an output that no stream leaves.
+    pub implicit: Option<IfaceId>,
+    pub streams: Vec<StreamId>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Producer {
+    Source(SourceId),
+    Output(IfaceId),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Consumer {
+    Input(IfaceId),
+    Sink(SinkId),
+}
+
+#[derive(Clone, Debug)]
+pub struct Stream {
+    pub from: Producer,
+    pub to: Consumer,
+    pub from_text: String,
+    pub to_text: String,
+    pub seal: Option<KeySet>,
+    pub seal_span: Option<Span>,
+    pub from_span: Span,
+    pub to_span: Span,
+    pub span: Span,
+}
+
+/// A petgraph edge: a declared stream, or the implicit stream from an unconsumed output to
+/// its implicit sink.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edge {
+    Stream(StreamId),
+    Implicit(IfaceId),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Vertex {
+    Component(CompId),
+    Source(SourceId),
+    Sink(SinkId),
+}
+
+#[derive(Clone, Debug)]
+pub struct Dataflow {
+    pub name: String,
+    pub keys: Keys,
+    pub components: Vec<Component>,
+    pub ifaces: Vec<Iface>,
+    pub sources: Vec<Source>,
+    pub sinks: Vec<Sink>,
+    pub streams: Vec<Stream>,
+    pub graph: DiGraph<Vertex, Edge>,
+    pub component_vertex: Vec<NodeIndex>,
+    pub source_vertex: Vec<NodeIndex>,
+    pub sink_vertex: Vec<NodeIndex>,
+}
+
+impl Dataflow {
+    pub fn iface(&self, i: IfaceId) -> &Iface {
+        &self.ifaces[i.index()]
+    }
+
+    pub fn component(&self, c: CompId) -> &Component {
+        &self.components[c.index()]
+    }
+
+    /// `Component.interface`.
+    pub fn iface_name(&self, i: IfaceId) -> String {
+        let f = self.iface(i);
+        format!("{}.{}", self.component(f.component).name, f.name)
+    }
+
+    pub fn producer_name(&self, p: Producer) -> String {
+        match p {
+            Producer::Source(s) => self.sources[s.index()].name.clone(),
+            Producer::Output(i) => self.iface_name(i),
+        }
+    }
+
+    pub fn component_by_name(&self, name: &str) -> Option<CompId> {
+        self.components
+            .iter()
+            .position(|c| c.name == name)
+            .map(|i| CompId(i as u32))
+    }
+}
+
+/// Builds the IR. Returns the dataflow and the resolution diagnostics; the dataflow is
+/// complete only when no diagnostic is an error.
+pub fn build(spec: &Spec, fallback_name: &str) -> (Dataflow, Vec<Diagnostic>) {
+    Builder::default().build(spec, fallback_name)
+}
+
+#[derive(Default)]
+struct Builder {
+    keys: Keys,
+    diags: Vec<Diagnostic>,
+}
+
+impl Builder {
+    fn key_set(&mut self, list: &KeyList) -> KeySet {
+        let attrs: Vec<_> = list.names.iter().map(|n| self.keys.attr(&n.text)).collect();
+        self.keys.set(attrs)
+    }
+
+    fn build<'s>(mut self, spec: &'s Spec, fallback_name: &str) -> (Dataflow, Vec<Diagnostic>) {
+        let mut components = Vec::with_capacity(spec.components.len());
+        let mut ifaces: Vec<Iface> = Vec::new();
+        let mut comp_index: HashMap<&str, CompId> = HashMap::with_capacity(spec.components.len());
+        let mut incomplete: Vec<bool> = Vec::new();
+        // Per component: interface name -> id, inputs and outputs separately (the same name may
+        // be both an input and an output, as in the paper's Cache).
+        let mut inputs_by_name: Vec<HashMap<&str, IfaceId>> = Vec::new();
+        let mut outputs_by_name: Vec<HashMap<&str, IfaceId>> = Vec::new();
+        for decl in &spec.components {
+            let cid = CompId(components.len() as u32);
+            comp_index.insert(&decl.name.text, cid);
+            let mut ins: HashMap<&str, IfaceId> = HashMap::new();
+            let mut outs: HashMap<&str, IfaceId> = HashMap::new();
+            let mut c = Component {
+                name: decl.name.text.clone(),
+                span: decl.name.span,
+                body: decl.body,
+                replicated: decl.replicated,
+                order: None,
+                paths: Vec::with_capacity(decl.paths.len()),
+                inputs: Vec::new(),
+                outputs: Vec::new(),
+            };
+            for p in &decl.paths {
+                let mut iface = |name: &'s spec::Name,
+                                 dir: Direction,
+                                 map: &mut HashMap<&'s str, IfaceId>|
+                 -> IfaceId {
+                    *map.entry(&name.text).or_insert_with(|| {
+                        let id = IfaceId(ifaces.len() as u32);
+                        ifaces.push(Iface {
+                            component: cid,
+                            name: name.text.clone(),
+                            direction: dir,
+                            span: name.span,
+                            streams: Vec::new(),
+                            implicit_sink: None,
+                        });
+                        match dir {
+                            Direction::Input => c.inputs.push(id),
+                            Direction::Output => c.outputs.push(id),
+                        }
+                        id
+                    })
+                };
+                let input = iface(&p.from, Direction::Input, &mut ins);
+                let output = iface(&p.to, Direction::Output, &mut outs);
+                let gate = p.gate.as_ref().map(|g| match g {
+                    GateDecl::Star(_) => Gate::Star,
+                    GateDecl::Keys(k) => Gate::Keys(self.key_set(k)),
+                });
+                c.paths.push(Path {
+                    input,
+                    output,
+                    annotation: p.label,
+                    gate,
+                    label_span: p.label_span,
+                    span: p.span,
+                });
+            }
+            c.order = decl.order.as_ref().map(|o| match o {
+                OrderDecl::Global(_) => Order::Global,
+                OrderDecl::Keys(k) => Order::Keys(self.key_set(k)),
+            });
+            components.push(c);
+            incomplete.push(decl.incomplete);
+            inputs_by_name.push(ins);
+            outputs_by_name.push(outs);
+        }
+
+        let mut sources = Vec::with_capacity(spec.sources.len());
+        let mut source_index: HashMap<&str, SourceId> = HashMap::new();
+        for s in &spec.sources {
+            source_index.insert(&s.name.text, SourceId(sources.len() as u32));
+            let seal = s.seal.as_ref().map(|k| self.key_set(k));
+            let sealable = s.sealable.iter().map(|k| self.key_set(k)).collect();
+            sources.push(Source {
+                name: s.name.text.clone(),
+                span: s.name.span,
+                body: s.body,
+                seal,
+                sealable,
+                streams: Vec::new(),
+            });
+        }
+        let mut sinks = Vec::with_capacity(spec.sinks.len());
+        let mut sink_index: HashMap<&str, SinkId> = HashMap::new();
+        for s in &spec.sinks {
+            sink_index.insert(&s.name.text, SinkId(sinks.len() as u32));
+            sinks.push(Sink {
+                name: s.name.text.clone(),
+                span: s.name.span,
+                tolerate: s.tolerate.map_or(Tolerance::Async, |(t, _)| t),
+                implicit: None,
+                streams: Vec::new(),
+            });
+        }
+
+        let names = Names {
+            comp_index: &comp_index,
+            incomplete: &incomplete,
+            inputs: &inputs_by_name,
+            outputs: &outputs_by_name,
+            sources: &source_index,
+            sinks: &sink_index,
+        };
+        let mut streams = Vec::with_capacity(spec.streams.len());
+        for decl in &spec.streams {
+            let from = self.resolve_from(&names, &decl.from);
+            let to = self.resolve_to(&names, &decl.to);
+            let (Some(from), Some(to)) = (from, to) else {
+                continue;
+            };
+            let sid = StreamId(streams.len() as u32);
+            match from {
+                Producer::Source(s) => sources[s.index()].streams.push(sid),
+                Producer::Output(i) => ifaces[i.index()].streams.push(sid),
+            }
+            match to {
+                Consumer::Input(i) => ifaces[i.index()].streams.push(sid),
+                Consumer::Sink(s) => sinks[s.index()].streams.push(sid),
+            }
+            let seal = decl.seal.as_ref().map(|k| self.key_set(k));
+            streams.push(Stream {
+                from,
+                to,
+                from_text: decl.from.text.clone(),
+                to_text: decl.to.text.clone(),
+                seal,
+                seal_span: decl.seal.as_ref().map(|k| k.span),
+                from_span: decl.from.span,
+                to_span: decl.to.span,
+                span: decl.span,
+            });
+        }
+
+        // Outputs that no stream leaves are sinks of their own.
+        for (i, f) in ifaces.iter_mut().enumerate() {
+            if f.direction == Direction::Output && f.streams.is_empty() {
+                let id = SinkId(sinks.len() as u32);
+                f.implicit_sink = Some(id);
+                sinks.push(Sink {
+                    name: format!("{}.{}", components[f.component.index()].name, f.name),
+                    span: f.span,
+                    tolerate: Tolerance::Async,
+                    implicit: Some(IfaceId(i as u32)),
+                    streams: Vec::new(),
+                });
+            }
+        }
+
+        let mut graph = DiGraph::with_capacity(
+            components.len() + sources.len() + sinks.len(),
+            streams.len(),
+        );
+        let component_vertex: Vec<_> = (0..components.len())
+            .map(|i| graph.add_node(Vertex::Component(CompId(i as u32))))
+            .collect();
+        let source_vertex: Vec<_> = (0..sources.len())
+            .map(|i| graph.add_node(Vertex::Source(SourceId(i as u32))))
+            .collect();
+        let sink_vertex: Vec<_> = (0..sinks.len())
+            .map(|i| graph.add_node(Vertex::Sink(SinkId(i as u32))))
+            .collect();
+        let vertex_of_producer = |p: Producer| match p {
+            Producer::Source(s) => source_vertex[s.index()],
+            Producer::Output(i) => component_vertex[ifaces[i.index()].component.index()],
+        };
+        for (i, s) in streams.iter().enumerate() {
+            let a = vertex_of_producer(s.from);
+            let b = match s.to {
+                Consumer::Input(f) => component_vertex[ifaces[f.index()].component.index()],
+                Consumer::Sink(k) => sink_vertex[k.index()],
+            };
+            graph.add_edge(a, b, Edge::Stream(StreamId(i as u32)));
+        }
+        for (i, f) in ifaces.iter().enumerate() {
+            if let Some(k) = f.implicit_sink {
+                graph.add_edge(
+                    component_vertex[f.component.index()],
+                    sink_vertex[k.index()],
+                    Edge::Implicit(IfaceId(i as u32)),
+                );
+            }
+        }
+
+        let name = spec
+            .name
+            .as_ref()
+            .map_or_else(|| fallback_name.to_string(), |n| n.text.clone());
+        let dataflow = Dataflow {
+            name,
+            keys: self.keys,
+            components,
+            ifaces,
+            sources,
+            sinks,
+            streams,
+            graph,
+            component_vertex,
+            source_vertex,
+            sink_vertex,
+        };
+        (dataflow, self.diags)
+    }
+
+    fn resolve_from(&mut self, n: &Names, e: &spec::Endpoint) -> Option<Producer> {
+        match &e.component {
+            Some(c) => {
+                let cid = self.component(n, c, e)?;
+                if let Some(&i) = n.outputs[cid.index()].get(e.name.as_str()) {
+                    return Some(Producer::Output(i));
+                }
+                if n.incomplete[cid.index()] {
+                    return None;
+                }
+                if n.inputs[cid.index()].contains_key(e.name.as_str()) {
+                    self.push(
+                        Diagnostic::new(
+                            &codes::WRONG_DIRECTION,
+                            format!("stream flows out of `{}`, which is an input of {c}", e.text),
+                        )
+                        .at(e.span, "an input, not an output")
+                        .help(format!(
+                            "a stream's `from` must be an output; the outputs of {c} are: {}",
+                            list(&n.outputs[cid.index()])
+                        )),
+                    );
+                } else {
+                    self.unknown_iface(e, c, "output", &n.outputs[cid.index()]);
+                }
+                None
+            }
+            None => {
+                if let Some(&s) = n.sources.get(e.name.as_str()) {
+                    return Some(Producer::Source(s));
+                }
+                let d = if n.sinks.contains_key(e.name.as_str()) {
+                    Diagnostic::new(&codes::WRONG_DIRECTION, format!("stream flows out of `{}`, which is a sink", e.text))
+                        .at(e.span, "a sink, not a source")
+                        .help("streams flow into sinks; a stream's `from` is a source or `Component.output`")
+                } else if n.comp_index.contains_key(e.name.as_str()) {
+                    Diagnostic::new(
+                        &codes::DANGLING_ENDPOINT,
+                        format!(
+                            "stream endpoint `{}` names a component but not its interface",
+                            e.text
+                        ),
+                    )
+                    .at(e.span, "missing `.interface`")
+                    .help(format!("write `{}.<output>`", e.text))
+                } else {
+                    let mut d = Diagnostic::new(
+                        &codes::DANGLING_ENDPOINT,
+                        format!(
+                            "stream comes from `{}`, which is not a declared source",
+                            e.text
+                        ),
+                    )
+                    .at(e.span, "unknown source");
+                    d = match spec::did_you_mean(&e.name, n.sources.keys().copied()) {
+                        Some(s) => d.help(format!("did you mean `{s}`?")),
+                        None => d.help(format!(
+                            "declare it under `sources:` (`{}: {{}}`), or write `Component.output`",
+                            e.name
+                        )),
+                    };
+                    d
+                };
+                self.push(d);
+                None
+            }
+        }
+    }
+
+    fn resolve_to(&mut self, n: &Names, e: &spec::Endpoint) -> Option<Consumer> {
+        match &e.component {
+            Some(c) => {
+                let cid = self.component(n, c, e)?;
+                if let Some(&i) = n.inputs[cid.index()].get(e.name.as_str()) {
+                    return Some(Consumer::Input(i));
+                }
+                if n.incomplete[cid.index()] {
+                    return None;
+                }
+                if n.outputs[cid.index()].contains_key(e.name.as_str()) {
+                    self.push(
+                        Diagnostic::new(
+                            &codes::WRONG_DIRECTION,
+                            format!("stream flows into `{}`, which is an output of {c}", e.text),
+                        )
+                        .at(e.span, "an output, not an input")
+                        .help(format!(
+                            "a stream's `to` must be an input; the inputs of {c} are: {}",
+                            list(&n.inputs[cid.index()])
+                        )),
+                    );
+                } else {
+                    self.unknown_iface(e, c, "input", &n.inputs[cid.index()]);
+                }
+                None
+            }
+            None => {
+                if let Some(&s) = n.sinks.get(e.name.as_str()) {
+                    return Some(Consumer::Sink(s));
+                }
+                let d = if n.sources.contains_key(e.name.as_str()) {
+                    Diagnostic::new(&codes::WRONG_DIRECTION, format!("stream flows into `{}`, which is a source", e.text))
+                        .at(e.span, "a source, not a sink")
+                        .help("streams flow out of sources; a stream's `to` is a sink or `Component.input`")
+                } else if n.comp_index.contains_key(e.name.as_str()) {
+                    Diagnostic::new(
+                        &codes::DANGLING_ENDPOINT,
+                        format!(
+                            "stream endpoint `{}` names a component but not its interface",
+                            e.text
+                        ),
+                    )
+                    .at(e.span, "missing `.interface`")
+                    .help(format!("write `{}.<input>`", e.text))
+                } else {
+                    let mut d = Diagnostic::new(
+                        &codes::DANGLING_ENDPOINT,
+                        format!("stream goes to `{}`, which is not a declared sink", e.text),
+                    )
+                    .at(e.span, "unknown sink");
+                    d = match spec::did_you_mean(&e.name, n.sinks.keys().copied()) {
+                        Some(s) => d.help(format!("did you mean `{s}`?")),
+                        None => d.help(format!(
+                            "declare it under `sinks:` (`{}: {{}}`), or write `Component.input`",
+                            e.name
+                        )),
+                    };
+                    d
+                };
+                self.push(d);
+                None
+            }
+        }
+    }
+
+    fn component(&mut self, n: &Names, c: &str, e: &spec::Endpoint) -> Option<CompId> {
+        if let Some(&id) = n.comp_index.get(c) {
+            return Some(id);
+        }
+        let mut d = Diagnostic::new(
+            &codes::DANGLING_ENDPOINT,
+            format!(
+                "stream endpoint `{}` names component `{c}`, which is not defined",
+                e.text
+            ),
+        )
+        .at(e.span, "unknown component");
+        if let Some(s) = spec::did_you_mean(c, n.comp_index.keys().copied()) {
+            d = d.help(format!("did you mean `{s}.{}`?", e.name));
+        }
+        self.push(d);
+        None
+    }
+
+    fn unknown_iface(
+        &mut self,
+        e: &spec::Endpoint,
+        c: &str,
+        dir: &str,
+        known: &HashMap<&str, IfaceId>,
+    ) {
+        let mut d = Diagnostic::new(
+            &codes::DANGLING_ENDPOINT,
+            format!("component {c} has no {dir} `{}`", e.name),
+        )
+        .at(e.span, format!("unknown {dir}"));
+        d = match spec::did_you_mean(&e.name, known.keys().copied()) {
+            Some(s) => d.help(format!("did you mean `{c}.{s}`?")),
+            None => d.help(format!("the {dir}s of {c} are: {}", list(known))),
+        };
+        self.push(d);
+    }
+
+    fn push(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+}
+
+struct Names<'a> {
+    comp_index: &'a HashMap<&'a str, CompId>,
+    incomplete: &'a [bool],
+    inputs: &'a [HashMap<&'a str, IfaceId>],
+    outputs: &'a [HashMap<&'a str, IfaceId>],
+    sources: &'a HashMap<&'a str, SourceId>,
+    sinks: &'a HashMap<&'a str, SinkId>,
+}
+
+/// Sorted, backquoted list of interface names (`none` when empty).
+fn list(names: &HashMap<&str, IfaceId>) -> String {
+    let sorted: BTreeMap<&str, ()> = names.keys().map(|k| (*k, ())).collect();
+    if sorted.is_empty() {
+        return "none".into();
+    }
+    sorted
+        .keys()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

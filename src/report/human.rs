@@ -1,0 +1,217 @@
+//! The default output: miette's graphical diagnostics (caret under the offending token, the
+//! provenance chain as secondary labels), then a one-line summary per file.
+
+use std::fmt;
+
+use miette::{
+    GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteError, MietteSpanContents,
+    SourceCode, SourceSpan, SpanContents,
+};
+
+use crate::check::{FileReport, Outcome};
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::label::Label;
+
+#[derive(Clone, Copy, Debug)]
+pub struct Style {
+    pub color: bool,
+    /// Terminal width to wrap to.
+    pub width: usize,
+}
+
+impl Default for Style {
+    fn default() -> Self {
+        Style {
+            color: false,
+            width: 100,
+        }
+    }
+}
+
+/// The spec text under the path the user gave.
+struct Source<'a> {
+    name: &'a str,
+    text: &'a str,
+}
+
+impl SourceCode for Source<'_> {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let inner = self.text.read_span(span, before, after)?;
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.to_string(),
+            inner.data(),
+            *inner.span(),
+            inner.line(),
+            inner.column(),
+            inner.line_count(),
+        )))
+    }
+}
+
+struct Rendered<'a> {
+    d: &'a Diagnostic,
+    source: Source<'a>,
+}
+
+impl fmt::Debug for Rendered<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.d.message)
+    }
+}
+
+impl fmt::Display for Rendered<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.d.message)
+    }
+}
+
+impl std::error::Error for Rendered<'_> {}
+
+fn clamp(text: &str, offset: usize, len: usize) -> SourceSpan {
+    let offset = offset.min(text.len());
+    let len = len.min(text.len() - offset);
+    SourceSpan::new(offset.into(), len)
+}
+
+impl miette::Diagnostic for Rendered<'_> {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(format!(
+            "{}({})",
+            self.d.code.id, self.d.code.name
+        )))
+    }
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.d.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+        })
+    }
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.d
+            .help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+    }
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        self.d
+            .primary
+            .as_ref()
+            .map(|_| &self.source as &dyn SourceCode)
+    }
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let text = self.source.text;
+        let primary = self.d.primary.as_ref()?;
+        let mut labels = vec![LabeledSpan::new_primary_with_span(
+            Some(primary.text.clone()),
+            clamp(text, primary.span.offset, primary.span.len),
+        )];
+        for n in &self.d.related {
+            labels.push(LabeledSpan::new_with_span(
+                Some(n.text.clone()),
+                clamp(text, n.span.offset, n.span.len),
+            ));
+        }
+        Some(Box::new(labels.into_iter()))
+    }
+}
+
+fn handler(style: Style) -> GraphicalReportHandler {
+    let theme = if style.color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    GraphicalReportHandler::new_themed(theme)
+        .with_width(style.width)
+        .with_links(false)
+}
+
+/// One diagnostic, rendered with its snippet.
+pub fn render_diagnostic(d: &Diagnostic, path: &str, text: &str, style: Style) -> String {
+    let mut out = String::new();
+    let r = Rendered {
+        d,
+        source: Source { name: path, text },
+    };
+    handler(style)
+        .render_report(&mut out, &r)
+        .expect("writing to a String cannot fail");
+    out
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The one-line summary of a file.
+pub fn summary(r: &FileReport) -> String {
+    match &r.outcome {
+        Outcome::Invalid(d) => format!(
+            "{}: invalid spec, {}",
+            r.path,
+            plural(d.len(), "error", "errors")
+        ),
+        Outcome::Analysed(a) => {
+            let df = &a.dataflow;
+            let failing: Vec<String> = a
+                .analysis
+                .sinks
+                .iter()
+                .filter(|v| v.failing)
+                .map(|v| {
+                    format!(
+                        "{} ({})",
+                        df.sinks[v.sink.index()].name,
+                        v.label
+                            .map_or("Unreached".into(), |l: Label| l.display(&df.keys))
+                    )
+                })
+                .collect();
+            let warnings = a
+                .diagnostics
+                .iter()
+                .filter(|d| d.severity == Severity::Warning)
+                .count();
+            let points = a.analysis.points.len();
+            let barriers = a.analysis.barriers.len();
+            let mut parts = vec![];
+            if failing.is_empty() {
+                parts.push(format!(
+                    "ok, every sink gets what it tolerates ({})",
+                    plural(a.analysis.sinks.len(), "sink", "sinks")
+                ));
+            } else {
+                parts.push(format!(
+                    "{}: {}",
+                    plural(failing.len(), "unsafe sink", "unsafe sinks"),
+                    failing.join(", ")
+                ));
+            }
+            parts.push(plural(points, "point of order", "points of order"));
+            parts.push(plural(barriers, "seal barrier", "seal barriers"));
+            parts.push(plural(warnings, "warning", "warnings"));
+            format!("{}: {}", r.path, parts.join("; "))
+        }
+    }
+}
+
+/// Every diagnostic of every file, then a summary line per file.
+pub fn render(reports: &[FileReport], style: Style) -> String {
+    let mut out = String::new();
+    for r in reports {
+        for d in r.diagnostics() {
+            out.push_str(&render_diagnostic(d, &r.path, &r.text, style));
+            out.push('\n');
+        }
+    }
+    for r in reports {
+        out.push_str(&summary(r));
+        out.push('\n');
+    }
+    out
+}

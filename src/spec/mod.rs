@@ -1,0 +1,897 @@
+//! The spec format (version 1): reading a YAML dataflow spec into [`Spec`], with a span on
+//! every name and value a diagnostic may point at.
+//!
+//! The reader never stops at the first problem: it validates what it can, skips what it
+//! cannot, and returns every diagnostic of the file. Cross-references (endpoints naming
+//! components and interfaces) are resolved later, by `graph`, which adds its own diagnostics.
+//!
+//! Must not know: labels, the analysis, output formats.
+
+pub mod yaml;
+
+use std::collections::BTreeMap;
+
+use crate::codes::{self, Code};
+use crate::diagnostic::{Diagnostic, Span};
+use crate::label::{Annotation, Tolerance};
+pub use yaml::Limits;
+use yaml::{Node, Value};
+
+/// A name with where it was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Name {
+    pub text: String,
+    pub span: Span,
+}
+
+/// A list of attribute names (`[batch, word]`), with the span of the whole list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyList {
+    pub names: Vec<Name>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GateDecl {
+    Star(Span),
+    Keys(KeyList),
+}
+
+impl GateDecl {
+    pub fn span(&self) -> Span {
+        match self {
+            GateDecl::Star(s) => *s,
+            GateDecl::Keys(k) => k.span,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OrderDecl {
+    Global(Span),
+    Keys(KeyList),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceDecl {
+    pub name: Name,
+    pub seal: Option<KeyList>,
+    pub sealable: Vec<KeyList>,
+    /// Span of the source's value (its mapping, or the null after `name:`).
+    pub body: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SinkDecl {
+    pub name: Name,
+    pub tolerate: Option<(Tolerance, Span)>,
+    pub body: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathDecl {
+    pub from: Name,
+    pub to: Name,
+    pub label: Annotation,
+    pub label_span: Span,
+    pub gate: Option<GateDecl>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ComponentDecl {
+    pub name: Name,
+    pub paths: Vec<PathDecl>,
+    pub replicated: bool,
+    /// `replicas: N` when given.
+    pub replicas: Option<u64>,
+    pub order: Option<OrderDecl>,
+    pub body: Span,
+    /// Some of its paths were invalid and dropped: endpoint errors naming it are suppressed,
+    /// because they would only repeat the path error.
+    pub incomplete: bool,
+}
+
+/// One end of a stream as written: `Component.interface` or a bare source/sink name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub text: String,
+    pub span: Span,
+    pub component: Option<String>,
+    pub name: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamDecl {
+    pub from: Endpoint,
+    pub to: Endpoint,
+    pub seal: Option<KeyList>,
+    pub span: Span,
+}
+
+/// A spec that is well-formed on its own (cross-references not yet checked).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Spec {
+    pub name: Option<Name>,
+    pub sources: Vec<SourceDecl>,
+    pub components: Vec<ComponentDecl>,
+    pub streams: Vec<StreamDecl>,
+    pub sinks: Vec<SinkDecl>,
+    /// Span of the `sources:` key, when present: where `plan --apply` can add sources.
+    pub sources_key: Option<Span>,
+}
+
+/// Reads a spec from raw bytes (UTF-8, optional BOM). Returns the spec (possibly partial)
+/// and every diagnostic; the spec is usable only when no diagnostic is an error.
+pub fn parse_bytes(bytes: &[u8], limits: &Limits) -> (Option<Spec>, Vec<Diagnostic>, String) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => {
+            let text = text.to_string();
+            let (spec, diags) = parse(&text, limits);
+            (spec, diags, text)
+        }
+        Err(e) => {
+            // Show what we can of the text: up to the bad byte, so the caret has context.
+            let good = e.valid_up_to();
+            let mut text = String::from_utf8_lossy(&bytes[..good]).into_owned();
+            let offset = text.len();
+            text.push('\u{FFFD}');
+            let diag = Diagnostic::new(
+                &codes::NOT_UTF8,
+                format!("the spec is not valid UTF-8: byte {good} (0x{:02x}) is not part of a UTF-8 character", bytes[good]),
+            )
+            .at(Span::new(offset, '\u{FFFD}'.len_utf8()), "invalid byte")
+            .help("save the file as UTF-8 text");
+            (None, vec![diag], text)
+        }
+    }
+}
+
+/// Reads a spec from text. A leading BOM is accepted (its bytes stay in the text, so spans
+/// still index the original).
+pub fn parse(text: &str, limits: &Limits) -> (Option<Spec>, Vec<Diagnostic>) {
+    let body = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    let bom = text.len() - body.len();
+    if body.trim().is_empty()
+        || body
+            .lines()
+            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+    {
+        let d = Diagnostic::new(&codes::EMPTY, "the spec is empty")
+            .at(Span::new(0, 0), "no YAML document here")
+            .help("a spec needs at least `components:` and `streams:`; see `blazes explain S009`");
+        return (None, vec![d]);
+    }
+    let mut root = match yaml::parse(body, limits) {
+        Ok(n) => n,
+        Err(d) => {
+            let mut d = *d;
+            shift(&mut d, bom);
+            return (None, vec![d]);
+        }
+    };
+    if bom > 0 {
+        shift_node(&mut root, bom);
+    }
+    let mut v = Validator { diags: Vec::new() };
+    let spec = v.spec(&root);
+    (Some(spec), v.diags)
+}
+
+fn shift(d: &mut Diagnostic, by: usize) {
+    if let Some(p) = &mut d.primary {
+        p.span.offset += by;
+    }
+}
+
+fn shift_node(n: &mut Node, by: usize) {
+    n.span.offset += by;
+    match &mut n.value {
+        Value::Seq(v) => v.iter_mut().for_each(|x| shift_node(x, by)),
+        Value::Map(v) => v.iter_mut().for_each(|(k, x)| {
+            shift_node(k, by);
+            shift_node(x, by);
+        }),
+        _ => {}
+    }
+}
+
+/// Edit distance for "did you mean" (small inputs only: field names and labels).
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            let cost = usize::from(!ca.eq_ignore_ascii_case(&cb));
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The closest candidate within a third of the word's length (at least 1, at most 3 edits).
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let limit = (word.chars().count() / 3).clamp(1, 3);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(word, c), c))
+        .filter(|&(d, _)| d <= limit)
+        .min()
+        .map(|(_, c)| c)
+}
+
+struct Validator {
+    diags: Vec<Diagnostic>,
+}
+
+/// The fields of one mapping, after unknown and duplicate fields were reported.
+struct Fields<'n> {
+    found: BTreeMap<&'static str, (&'n Node, &'n Node)>,
+}
+
+impl<'n> Fields<'n> {
+    fn get(&self, name: &str) -> Option<&'n Node> {
+        self.found.get(name).map(|(_, v)| *v)
+    }
+    fn key(&self, name: &str) -> Option<&'n Node> {
+        self.found.get(name).map(|(k, _)| *k)
+    }
+}
+
+impl Validator {
+    fn error(&mut self, code: &'static Code, span: Span, message: String, label: &str) {
+        self.diags
+            .push(Diagnostic::new(code, message).at(span, label));
+    }
+
+    fn push(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+
+    fn wrong_type(&mut self, node: &Node, expected: &str, what: &str) {
+        let mut d = Diagnostic::new(
+            &codes::WRONG_TYPE,
+            format!("{what} must be {expected}, but it is {}", node.describe()),
+        )
+        .at(node.span, format!("expected {expected}"));
+        if matches!(node.value, Value::Bool(_) | Value::Int(_) | Value::Float(_))
+            && expected.contains("name")
+        {
+            d = d.help("YAML reads unquoted `yes`, `no`, `on`, `1` and the like as booleans or numbers; quote the name");
+        }
+        self.push(d);
+    }
+
+    /// The entries of a mapping node; `null` counts as an empty mapping.
+    fn map<'n>(&mut self, node: &'n Node, what: &str) -> Option<&'n [(Node, Node)]> {
+        match &node.value {
+            Value::Map(entries) => Some(entries),
+            Value::Null => Some(&[]),
+            _ => {
+                self.wrong_type(node, "a mapping", what);
+                None
+            }
+        }
+    }
+
+    fn seq<'n>(&mut self, node: &'n Node, what: &str) -> Option<&'n [Node]> {
+        match &node.value {
+            Value::Seq(items) => Some(items),
+            _ => {
+                self.wrong_type(node, "a list", what);
+                None
+            }
+        }
+    }
+
+    /// Checks a mapping's keys against `known` (`(field, canonical)` pairs, aliases map to their
+    /// canonical field), reporting unknown fields with a suggestion and duplicates.
+    fn fields<'n>(
+        &mut self,
+        entries: &'n [(Node, Node)],
+        known: &[(&str, &'static str)],
+        what: &str,
+    ) -> Fields<'n> {
+        let mut found: BTreeMap<&'static str, (&'n Node, &'n Node)> = BTreeMap::new();
+        for (k, v) in entries {
+            let Some(key) = k.as_str() else {
+                self.wrong_type(k, "a field name", &format!("a key in {what}"));
+                continue;
+            };
+            let Some(&(_, canonical)) = known.iter().find(|(f, _)| *f == key) else {
+                let mut d = Diagnostic::new(
+                    &codes::UNKNOWN_FIELD,
+                    format!("unknown field `{key}` in {what}"),
+                )
+                .at(k.span, "unknown field");
+                let names: Vec<&str> = known.iter().map(|(f, _)| *f).collect();
+                d = match did_you_mean(key, names.iter().copied()) {
+                    Some(s) => d.help(format!("did you mean `{s}`?")),
+                    None => d.help(format!(
+                        "the fields of {what} are: {}",
+                        known
+                            .iter()
+                            .filter(|(f, c)| f == c)
+                            .map(|(f, _)| format!("`{f}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+                };
+                self.push(d);
+                continue;
+            };
+            if let Some((first, _)) = found.get(canonical) {
+                let d = Diagnostic::new(
+                    &codes::DUPLICATE,
+                    format!("field `{canonical}` is given twice in {what}"),
+                )
+                .at(k.span, "second definition")
+                .related(first.span, "first defined here");
+                self.push(d);
+                continue;
+            }
+            found.insert(canonical, (k, v));
+        }
+        Fields { found }
+    }
+
+    /// A plain name: non-empty string, no dot, no whitespace.
+    fn name(&mut self, node: &Node, what: &str) -> Option<Name> {
+        let Some(s) = node.as_str() else {
+            self.wrong_type(node, "a name (a string)", what);
+            return None;
+        };
+        let problem = if s.is_empty() {
+            Some("is empty")
+        } else if s.contains('.') {
+            Some("contains a dot, which separates a component from its interface in endpoints")
+        } else if s.chars().any(char::is_whitespace) {
+            Some("contains whitespace")
+        } else if s.chars().any(char::is_control) {
+            Some("contains a control character")
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            self.error(
+                &codes::INVALID_NAME,
+                node.span,
+                format!("{what} `{s}` {p}"),
+                "invalid name",
+            );
+            return None;
+        }
+        Some(Name {
+            text: s.to_string(),
+            span: node.span,
+        })
+    }
+
+    /// A list of attribute names; duplicates are reported, `*` is not an attribute.
+    fn key_list(&mut self, node: &Node, what: &str) -> Option<KeyList> {
+        let items = self.seq(node, what)?;
+        let mut names: Vec<Name> = Vec::new();
+        let mut ok = true;
+        for item in items {
+            if item.as_str() == Some("*") {
+                self.error(
+                    &codes::INVALID_NAME,
+                    item.span,
+                    format!("`*` is not an attribute name in {what}"),
+                    "not an attribute",
+                );
+                ok = false;
+                continue;
+            }
+            match self.name(item, &format!("an attribute in {what}")) {
+                Some(n) => {
+                    if let Some(first) = names.iter().find(|m| m.text == n.text) {
+                        let d = Diagnostic::new(
+                            &codes::DUPLICATE,
+                            format!("attribute `{}` is listed twice in {what}", n.text),
+                        )
+                        .at(n.span, "listed again")
+                        .related(first.span, "first listed here");
+                        self.push(d);
+                        ok = false;
+                    } else {
+                        names.push(n);
+                    }
+                }
+                None => ok = false,
+            }
+        }
+        ok.then_some(KeyList {
+            names,
+            span: node.span,
+        })
+    }
+
+    fn spec(&mut self, root: &Node) -> Spec {
+        let mut spec = Spec::default();
+        let Some(entries) = self.map(root, "the spec") else {
+            return spec;
+        };
+        let f = self.fields(
+            entries,
+            &[
+                ("version", "version"),
+                ("name", "name"),
+                ("sources", "sources"),
+                ("components", "components"),
+                ("streams", "streams"),
+                ("sinks", "sinks"),
+            ],
+            "the spec",
+        );
+        if let Some(v) = f.get("version")
+            && v.value != Value::Int(1)
+        {
+            self.error(
+                &codes::INVALID_VALUE,
+                v.span,
+                format!(
+                    "this blazes reads spec version 1, but the spec says version {}",
+                    v.describe()
+                ),
+                "unsupported version",
+            );
+        }
+        if let Some(n) = f.get("name") {
+            match n.as_str() {
+                Some(s) => {
+                    spec.name = Some(Name {
+                        text: s.to_string(),
+                        span: n.span,
+                    })
+                }
+                None => self.wrong_type(n, "a string", "`name`"),
+            }
+        }
+        spec.sources_key = f.key("sources").map(|k| k.span);
+        if let Some(node) = f.get("sources")
+            && let Some(entries) = self.map(node, "`sources`")
+        {
+            let mut seen: BTreeMap<String, Span> = BTreeMap::new();
+            for (k, v) in entries {
+                let Some(name) = self.name(k, "a source name") else {
+                    continue;
+                };
+                if self.is_duplicate(&mut seen, &name, "source") {
+                    continue;
+                }
+                if let Some(s) = self.source(name, v) {
+                    spec.sources.push(s);
+                }
+            }
+        }
+        match f.get("components") {
+            None => {
+                let d =
+                    Diagnostic::new(&codes::MISSING_FIELD, "the spec has no `components` field")
+                        .at(Span::new(root.span.offset, 0), "the spec starts here")
+                        .help("a spec lists its components under `components:`; see the README");
+                self.push(d);
+            }
+            Some(node) => {
+                if let Some(entries) = self.map(node, "`components`") {
+                    let mut seen: BTreeMap<String, Span> = BTreeMap::new();
+                    for (k, v) in entries {
+                        let Some(name) = self.name(k, "a component name") else {
+                            continue;
+                        };
+                        if self.is_duplicate(&mut seen, &name, "component") {
+                            continue;
+                        }
+                        if let Some(c) = self.component(name, v) {
+                            spec.components.push(c);
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(node) = f.get("streams")
+            && let Some(items) = self.seq(node, "`streams`")
+        {
+            for item in items {
+                if let Some(s) = self.stream(item) {
+                    spec.streams.push(s);
+                }
+            }
+        }
+        if let Some(node) = f.get("sinks")
+            && let Some(entries) = self.map(node, "`sinks`")
+        {
+            let mut seen: BTreeMap<String, Span> = BTreeMap::new();
+            for (k, v) in entries {
+                let Some(name) = self.name(k, "a sink name") else {
+                    continue;
+                };
+                if self.is_duplicate(&mut seen, &name, "sink") {
+                    continue;
+                }
+                if let Some(s) = self.sink(name, v) {
+                    spec.sinks.push(s);
+                }
+            }
+        }
+        spec
+    }
+
+    fn is_duplicate(&mut self, seen: &mut BTreeMap<String, Span>, name: &Name, what: &str) -> bool {
+        if let Some(first) = seen.get(&name.text) {
+            let d = Diagnostic::new(
+                &codes::DUPLICATE,
+                format!("{what} `{}` is defined twice", name.text),
+            )
+            .at(name.span, "second definition")
+            .related(*first, "first defined here");
+            self.push(d);
+            return true;
+        }
+        seen.insert(name.text.clone(), name.span);
+        false
+    }
+
+    fn source(&mut self, name: Name, node: &Node) -> Option<SourceDecl> {
+        let what = format!("source `{}`", name.text);
+        let entries = self.map(node, &what)?;
+        let f = self.fields(
+            entries,
+            &[("seal", "seal"), ("sealable", "sealable")],
+            &what,
+        );
+        let seal = f
+            .get("seal")
+            .and_then(|n| self.key_list(n, &format!("the seal of {what}")));
+        let mut sealable = Vec::new();
+        if let Some(n) = f.get("sealable")
+            && let Some(items) = self.seq(n, &format!("`sealable` of {what}"))
+        {
+            for item in items {
+                if let Some(k) = self.key_list(item, &format!("a sealable key of {what}")) {
+                    sealable.push(k);
+                }
+            }
+        }
+        Some(SourceDecl {
+            name,
+            seal,
+            sealable,
+            body: node.span,
+        })
+    }
+
+    fn sink(&mut self, name: Name, node: &Node) -> Option<SinkDecl> {
+        let what = format!("sink `{}`", name.text);
+        let entries = self.map(node, &what)?;
+        let f = self.fields(entries, &[("tolerate", "tolerate")], &what);
+        let mut tolerate = None;
+        if let Some(n) = f.get("tolerate") {
+            let t = match n.as_str() {
+                Some("Run") => Some(Tolerance::Run),
+                Some("Inst") => Some(Tolerance::Inst),
+                Some("Diverge") => Some(Tolerance::Diverge),
+                Some("Async") | Some("Seal") => Some(Tolerance::Async),
+                _ => None,
+            };
+            match t {
+                Some(t) => tolerate = Some((t, n.span)),
+                None => {
+                    let mut d = Diagnostic::new(
+                        &codes::INVALID_VALUE,
+                        format!(
+                            "`tolerate` of {what} must be Run, Inst or Diverge, but it is {}",
+                            n.describe()
+                        ),
+                    )
+                    .at(n.span, "unknown label");
+                    if let Some(s) = n
+                        .as_str()
+                        .and_then(|s| did_you_mean(s, ["Run", "Inst", "Diverge", "Async"]))
+                    {
+                        d = d.help(format!("did you mean `{s}`?"));
+                    }
+                    self.push(d);
+                }
+            }
+        }
+        Some(SinkDecl {
+            name,
+            tolerate,
+            body: node.span,
+        })
+    }
+
+    fn component(&mut self, name: Name, node: &Node) -> Option<ComponentDecl> {
+        let what = format!("component `{}`", name.text);
+        let entries = self.map(node, &what)?;
+        let f = self.fields(
+            entries,
+            &[
+                ("paths", "paths"),
+                ("annotation", "paths"),
+                ("replicated", "replicated"),
+                ("Rep", "replicated"),
+                ("replicas", "replicas"),
+                ("order", "order"),
+            ],
+            &what,
+        );
+        let mut incomplete = false;
+        let mut paths = Vec::new();
+        match f.get("paths") {
+            None => {
+                let d = Diagnostic::new(&codes::MISSING_FIELD, format!("{what} has no `paths`"))
+                    .at(name.span, "declared here")
+                    .help(
+                        "list the component's paths: `paths: [{ from: in, to: out, label: CR }]`",
+                    );
+                self.push(d);
+                incomplete = true;
+            }
+            Some(n) => match self.seq(n, &format!("`paths` of {what}")) {
+                Some(items) => {
+                    for item in items {
+                        match self.path(item, &what) {
+                            Some(p) => paths.push(p),
+                            None => incomplete = true,
+                        }
+                    }
+                }
+                None => incomplete = true,
+            },
+        }
+        let mut replicated = false;
+        if let Some(n) = f.get("replicated") {
+            match n.value {
+                Value::Bool(b) => replicated = b,
+                _ => self.wrong_type(n, "true or false", &format!("`replicated` of {what}")),
+            }
+        }
+        let mut replicas = None;
+        if let Some(n) = f.get("replicas") {
+            match n.value {
+                Value::Int(i) if i >= 1 => {
+                    replicas = Some(u64::try_from(i).unwrap_or(u64::MAX));
+                    replicated |= i > 1;
+                }
+                _ => self.error(
+                    &codes::INVALID_VALUE,
+                    n.span,
+                    format!(
+                        "`replicas` of {what} must be a positive integer, but it is {}",
+                        n.describe()
+                    ),
+                    "expected a positive integer",
+                ),
+            }
+        }
+        let order = f.get("order").and_then(|n| match &n.value {
+            Value::Str(s) if s == "global" => Some(OrderDecl::Global(n.span)),
+            Value::Seq(_) => self
+                .key_list(n, &format!("the order of {what}"))
+                .map(OrderDecl::Keys),
+            _ => {
+                self.error(
+                    &codes::INVALID_VALUE,
+                    n.span,
+                    format!(
+                        "`order` of {what} must be `global` or a list of attributes, but it is {}",
+                        n.describe()
+                    ),
+                    "expected `global` or a list",
+                );
+                None
+            }
+        });
+        Some(ComponentDecl {
+            name,
+            paths,
+            replicated,
+            replicas,
+            order,
+            body: node.span,
+            incomplete,
+        })
+    }
+
+    fn path(&mut self, node: &Node, component: &str) -> Option<PathDecl> {
+        let what = format!("a path of {component}");
+        let entries = self.map(node, &what)?;
+        let f = self.fields(
+            entries,
+            &[
+                ("from", "from"),
+                ("to", "to"),
+                ("label", "label"),
+                ("gate", "gate"),
+                ("subscript", "gate"),
+            ],
+            &what,
+        );
+        let mut ok = true;
+        let mut required = |v: &mut Self, field: &str| {
+            let n = f.get(field);
+            if n.is_none() {
+                let d = Diagnostic::new(&codes::MISSING_FIELD, format!("{what} has no `{field}`"))
+                    .at(Span::new(node.span.offset, 1), format!("`{field}` missing"));
+                v.push(d);
+                ok = false;
+            }
+            n
+        };
+        let from = required(self, "from");
+        let to = required(self, "to");
+        let label = required(self, "label");
+        let from = from.and_then(|n| self.name(n, "an input interface name"));
+        let to = to.and_then(|n| self.name(n, "an output interface name"));
+        let mut annotation = None;
+        if let Some(l) = label {
+            match l.as_str() {
+                Some(s) if Annotation::parse(s).is_some() => annotation = Annotation::parse(s),
+                _ => {
+                    let shown = l
+                        .as_str()
+                        .map_or_else(|| l.describe(), |s| format!("`{s}`"));
+                    let mut d = Diagnostic::new(
+                        &codes::UNKNOWN_LABEL,
+                        format!("unknown label {shown} in {what}"),
+                    )
+                    .at(l.span, "not a path label");
+                    let upper = l.as_str().map(|s| s.trim().to_ascii_uppercase());
+                    let hint = upper.as_deref().and_then(|u| {
+                        Annotation::ALL
+                            .iter()
+                            .map(|a| a.as_str())
+                            .find(|a| u.starts_with(a) && u.len() > 2)
+                    });
+                    d = match (
+                        hint,
+                        l.as_str()
+                            .and_then(|s| did_you_mean(s, ["CR", "CW", "OR", "OW"])),
+                    ) {
+                        (Some(a), _) => d.help(format!(
+                            "write the label as `{a}` and the gate in `gate: [...]`"
+                        )),
+                        (None, Some(s)) => {
+                            d.help(format!("did you mean `{s}`? labels are CR, CW, OR, OW"))
+                        }
+                        (None, None) => d.help("labels are CR, CW, OR, OW"),
+                    };
+                    self.push(d);
+                }
+            }
+        }
+        let gate_node = f.get("gate");
+        let mut gate = None;
+        if let Some(g) = gate_node {
+            gate = match &g.value {
+                Value::Str(s) if s == "*" => Some(GateDecl::Star(g.span)),
+                Value::Seq(_) => self
+                    .key_list(g, &format!("the gate of {what}"))
+                    .map(GateDecl::Keys),
+                _ => {
+                    self.wrong_type(
+                        g,
+                        "a list of attributes or \"*\"",
+                        &format!("the gate of {what}"),
+                    );
+                    None
+                }
+            };
+            if gate.is_none() {
+                ok = false;
+            }
+        }
+        if let Some(a) = annotation {
+            match (a.is_confluent(), gate_node) {
+                (true, Some(g)) => {
+                    let key = f.key("gate").map_or(g.span, |k| k.span);
+                    let d = Diagnostic::new(&codes::GATE, format!("a {} path takes no gate, but {what} has one", a.as_str()))
+                        .at(key, "gate on a confluent path")
+                        .help("confluent paths (CR, CW) are insensitive to order; remove the gate, or use OR/OW if the path is order-sensitive");
+                    self.push(d);
+                    ok = false;
+                }
+                (false, None) => {
+                    let span = label.map_or(node.span, |l| l.span);
+                    let d = Diagnostic::new(&codes::GATE, format!("an {} path needs a gate, but {what} has none", a.as_str()))
+                        .at(span, "order-sensitive path without a gate")
+                        .help("add `gate: [attributes]` (the partitions within which order matters), or `gate: \"*\"` if unknown");
+                    self.push(d);
+                    ok = false;
+                }
+                _ => {}
+            }
+        }
+        let (Some(from), Some(to), Some(label), true) = (from, to, annotation, ok) else {
+            return None;
+        };
+        Some(PathDecl {
+            from,
+            to,
+            label,
+            label_span: f.get("label").map_or(node.span, |n| n.span),
+            gate,
+            span: node.span,
+        })
+    }
+
+    fn endpoint(&mut self, node: &Node, field: &str) -> Option<Endpoint> {
+        let Some(s) = node.as_str() else {
+            self.wrong_type(
+                node,
+                "an endpoint name (`Component.interface` or a source/sink)",
+                &format!("the stream's `{field}`"),
+            );
+            return None;
+        };
+        let (component, name) = match s.split_once('.') {
+            Some((c, i)) => (Some(c), i),
+            None => (None, s),
+        };
+        let bad = component.is_some_and(|c| c.is_empty())
+            || name.is_empty()
+            || name.contains('.')
+            || s.chars().any(|c| c.is_whitespace() || c.is_control());
+        if bad {
+            self.error(
+                &codes::INVALID_NAME,
+                node.span,
+                format!(
+                    "stream endpoint `{s}` is not `Component.interface` or a plain source/sink name"
+                ),
+                "malformed endpoint",
+            );
+            return None;
+        }
+        Some(Endpoint {
+            text: s.to_string(),
+            span: node.span,
+            component: component.map(str::to_string),
+            name: name.to_string(),
+        })
+    }
+
+    fn stream(&mut self, node: &Node) -> Option<StreamDecl> {
+        let entries = self.map(node, "a stream")?;
+        let f = self.fields(
+            entries,
+            &[("from", "from"), ("to", "to"), ("seal", "seal")],
+            "a stream",
+        );
+        let mut ends = Vec::new();
+        for field in ["from", "to"] {
+            match f.get(field) {
+                Some(n) => ends.push(self.endpoint(n, field)),
+                None => {
+                    let d = Diagnostic::new(
+                        &codes::MISSING_FIELD,
+                        format!("a stream has no `{field}`"),
+                    )
+                    .at(Span::new(node.span.offset, 1), format!("`{field}` missing"));
+                    self.push(d);
+                    ends.push(None);
+                }
+            }
+        }
+        let seal = match f.get("seal") {
+            Some(n) => Some(self.key_list(n, "the seal of a stream")?),
+            None => None,
+        };
+        let to = ends.pop().flatten()?;
+        let from = ends.pop().flatten()?;
+        Some(StreamDecl {
+            from,
+            to,
+            seal,
+            span: node.span,
+        })
+    }
+}
