@@ -235,7 +235,7 @@ fn all_errors_of_a_file_are_reported_at_once() {
     let (v, _) = json_of("tests/fixtures/errors/dangling.yaml");
     assert_eq!(v["files"][0]["diagnostics"].as_array().unwrap().len(), 5);
     let (v, _) = json_of("tests/fixtures/errors/wrong-type.yaml");
-    assert_eq!(v["files"][0]["diagnostics"].as_array().unwrap().len(), 7);
+    assert_eq!(v["files"][0]["diagnostics"].as_array().unwrap().len(), 6);
 }
 
 #[test]

@@ -278,7 +278,7 @@ impl Validator<'_> {
         if matches!(node.value, Value::Bool(_) | Value::Int(_) | Value::Float(_))
             && expected.contains("name")
         {
-            d = d.help("YAML reads unquoted `yes`, `no`, `on`, `1` and the like as booleans or numbers; quote the name");
+            d = d.help("YAML reads unquoted `true`, `false` and numbers as values, not names; quote the name");
         }
         self.push(d);
     }

@@ -209,6 +209,9 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Node, Box<Diagnostic>> {
         // Duplicates are reported by `spec::validate`, with both locations and all at once.
         duplicate_keys: DuplicateKeyPolicy::PassThrough,
         merge_keys: MergeKeyPolicy::Merge,
+        // YAML 1.2 core booleans only: `y`, `yes`, `on`, `no` are plausible names (an output
+        // `y`, an attribute `no`), and YAML 1.1's reading of them surprises users.
+        strict_booleans: true,
         with_snippet: false,
     };
     match serde_saphyr::from_str_with_options::<Spanned<Raw>>(text, options) {

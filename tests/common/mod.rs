@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: run the real binary, list fixtures.
 #![allow(dead_code)]
 
+pub mod specgen;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
