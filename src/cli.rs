@@ -72,9 +72,19 @@ pub struct LimitArgs {
     /// Most YAML nodes (scalars, lists, mappings) accepted.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_nodes)]
     pub max_nodes: usize,
-    /// Most alias references (`*name`) accepted.
+    /// Most YAML events that aliases (`*name`) and merge keys may copy in total (alias
+    /// expansion; bounds "billion laughs" specs).
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_aliases)]
     pub max_aliases: usize,
+    /// Most components in one spec.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_components)]
+    pub max_components: usize,
+    /// Most streams in one spec.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_streams)]
+    pub max_streams: usize,
+    /// Most attribute names in one gate, seal, order or sealable list.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_attributes)]
+    pub max_attributes: usize,
 }
 
 impl LimitArgs {
@@ -84,6 +94,9 @@ impl LimitArgs {
             max_depth: self.max_depth,
             max_nodes: self.max_nodes,
             max_aliases: self.max_aliases,
+            max_components: self.max_components,
+            max_streams: self.max_streams,
+            max_attributes: self.max_attributes,
         }
     }
 }

@@ -18,6 +18,17 @@ impl Span {
         Span { offset, len }
     }
 
+    /// The character of `text` at `offset`, as a span (empty at the end of the text). A caret
+    /// span must cover whole characters: a byte inside one breaks every renderer.
+    pub fn char_at(text: &str, offset: usize) -> Self {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let len = text[offset..].chars().next().map_or(0, char::len_utf8);
+        Span { offset, len }
+    }
+
     pub fn end(self) -> usize {
         self.offset + self.len
     }
@@ -123,6 +134,18 @@ impl LineIndex {
                 .map(|(i, _)| i + 1),
         );
         LineIndex { starts }
+    }
+
+    /// 0-based line of a byte offset (clamped to the last line).
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.starts
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1)
+    }
+
+    /// Byte offset where a 0-based line starts; the text's length past the last line.
+    pub fn line_start(&self, line: usize, text: &str) -> usize {
+        self.starts.get(line).copied().unwrap_or(text.len())
     }
 
     /// 1-based (line, column) of a byte offset; the column counts Unicode scalar values.

@@ -10,6 +10,8 @@ pub mod check;
 pub mod cli;
 pub mod codes;
 pub mod diagnostic;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod graph;
 pub mod label;
 pub mod report;

@@ -9,7 +9,7 @@ use miette::{
 };
 
 use crate::check::{FileReport, Outcome};
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::{Diagnostic, LineIndex, Severity};
 use crate::label::Label;
 
 #[derive(Clone, Copy, Debug)]
@@ -29,9 +29,15 @@ impl Default for Style {
 }
 
 /// The spec text under the path the user gave.
+///
+/// miette's own `read_span` on a `str` walks the text from its start to find line numbers, so
+/// rendering every diagnostic of a file would be quadratic: a hostile spec with a hundred
+/// thousand errors would hang the check. This reads only the lines around the span, numbered
+/// with a line index built once per file.
 struct Source<'a> {
     name: &'a str,
     text: &'a str,
+    index: &'a LineIndex,
 }
 
 impl SourceCode for Source<'_> {
@@ -41,14 +47,26 @@ impl SourceCode for Source<'_> {
         before: usize,
         after: usize,
     ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
-        let inner = self.text.read_span(span, before, after)?;
+        let start = span.offset().min(self.text.len());
+        let end = (start + span.len()).min(self.text.len());
+        // Two spare lines on each side: miette's context algorithm must see the same
+        // neighbourhood as in the whole text, or adjacent contexts stop merging.
+        let first = self.index.line_of(start).saturating_sub(before + 2);
+        let last = self.index.line_of(end).saturating_add(after + 3);
+        let from = self.index.line_start(first, self.text);
+        let to = self.index.line_start(last, self.text);
+        let window = &self.text[from..to];
+        let local = SourceSpan::new((start - from).into(), end - start);
+        let inner = window.read_span(&local, before, after)?;
         Ok(Box::new(MietteSpanContents::new_named(
             self.name.to_string(),
             inner.data(),
-            *inner.span(),
-            inner.line(),
+            SourceSpan::new((inner.span().offset() + from).into(), inner.span().len()),
+            inner.line() + first,
             inner.column(),
-            inner.line_count(),
+            // miette's `line_count` for a `str` counts lines from the start of the input (it
+            // is then compared with `line()` to merge contexts): shift it like the line.
+            inner.line_count() + first,
         )))
     }
 }
@@ -131,12 +149,28 @@ fn handler(style: Style) -> GraphicalReportHandler {
         .with_links(false)
 }
 
-/// One diagnostic, rendered with its snippet.
+/// One diagnostic, rendered with its snippet. Builds a line index of `text`: to render many
+/// diagnostics of one file, use [`render_diagnostic_indexed`] with one index.
 pub fn render_diagnostic(d: &Diagnostic, path: &str, text: &str, style: Style) -> String {
+    render_diagnostic_indexed(d, path, text, &LineIndex::new(text), style)
+}
+
+/// [`render_diagnostic`] with the file's line index.
+pub fn render_diagnostic_indexed(
+    d: &Diagnostic,
+    path: &str,
+    text: &str,
+    index: &LineIndex,
+    style: Style,
+) -> String {
     let mut out = String::new();
     let r = Rendered {
         d,
-        source: Source { name: path, text },
+        source: Source {
+            name: path,
+            text,
+            index,
+        },
     };
     handler(style)
         .render_report(&mut out, &r)
@@ -204,8 +238,11 @@ pub fn summary(r: &FileReport) -> String {
 pub fn render(reports: &[FileReport], style: Style) -> String {
     let mut out = String::new();
     for r in reports {
+        let index = LineIndex::new(&r.text);
         for d in r.diagnostics() {
-            out.push_str(&render_diagnostic(d, &r.path, &r.text, style));
+            out.push_str(&render_diagnostic_indexed(
+                d, &r.path, &r.text, &index, style,
+            ));
             out.push('\n');
         }
     }
