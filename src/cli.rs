@@ -38,6 +38,27 @@ pub enum Command {
         /// A code (`C001`) or its name (`unordered-write`).
         code: Option<String>,
     },
+    /// Write a random, valid spec of a given size (for benchmarks and stress tests).
+    Gen(GenArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct GenArgs {
+    /// Number of components.
+    #[arg(long, default_value_t = 1000)]
+    pub components: usize,
+    /// Seed: the same seed gives the same spec.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Share of components that take a back edge, closing a cycle (0 to 1).
+    #[arg(long, default_value_t = 0.02)]
+    pub cycles: f64,
+    /// Share of replicated components (0 to 1).
+    #[arg(long, default_value_t = 0.1)]
+    pub replicated: f64,
+    /// Write to this file instead of standard output (atomically).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -241,6 +262,57 @@ fn run_explain(code: Option<&str>) -> i32 {
     }
 }
 
+/// Writes `contents` to `path` atomically: a temporary file in the same directory, then a
+/// rename, so a failed write never leaves a half-written file where a good one was.
+pub fn write_atomically(path: &std::path::Path, contents: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(".{name}.blazes-tmp-{}", std::process::id()));
+    let result = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(contents).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn run_gen(args: &GenArgs) -> i32 {
+    for (name, v) in [("--cycles", args.cycles), ("--replicated", args.replicated)] {
+        if !(0.0..=1.0).contains(&v) {
+            eprintln!("error: {name} must be between 0 and 1, got {v}");
+            return EXIT_INVALID;
+        }
+    }
+    if args.components == 0 {
+        eprintln!("error: --components must be at least 1");
+        return EXIT_INVALID;
+    }
+    let text = crate::generator::generate(&crate::generator::GenOptions {
+        components: args.components,
+        seed: args.seed,
+        cycle_share: args.cycles,
+        replicated_share: args.replicated,
+        ..Default::default()
+    });
+    match &args.output {
+        None => {
+            write_out(&text);
+            EXIT_CLEAN
+        }
+        Some(path) => match write_atomically(path, text.as_bytes()) {
+            Ok(()) => EXIT_CLEAN,
+            Err(e) => {
+                eprintln!("error: cannot write `{}`: {e}", path.display());
+                EXIT_INVALID
+            }
+        },
+    }
+}
+
 /// Parses the arguments and runs; returns the exit status.
 pub fn run() -> i32 {
     let cli = match Cli::try_parse() {
@@ -258,5 +330,6 @@ pub fn run() -> i32 {
     match &cli.command {
         Command::Check(args) => run_check(args),
         Command::Explain { code } => run_explain(code.as_deref()),
+        Command::Gen(args) => run_gen(args),
     }
 }
