@@ -12,5 +12,6 @@ pub mod codes;
 pub mod diagnostic;
 pub mod graph;
 pub mod label;
+pub mod render;
 pub mod report;
 pub mod spec;
