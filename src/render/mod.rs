@@ -532,9 +532,11 @@ fn component_node(df: &Dataflow, an: &Analysis, cid: CompId, points: &[&PointOfO
         );
         match points.iter().find(|pt| pt.path == pi) {
             Some(pt) => {
-                let why = match pt.kind {
-                    crate::analysis::PointKind::Taint => "unordered write",
-                    crate::analysis::PointKind::NdRead => "unprotected read",
+                let why = match (pt.kind, p.annotation) {
+                    (crate::analysis::PointKind::NdRead, _) => "unprotected read",
+                    // A confluent write only taints state when fed a transient disagreement.
+                    (_, Annotation::CW) => "transient write",
+                    _ => "unordered write",
                 };
                 rows.push((
                     small(
