@@ -47,7 +47,9 @@ pub enum Command {
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// Diagnostics with carets under the spec text, and a summary per file.
     Human,
+    /// One versioned JSON document: labels, points of order, barriers, diagnostics.
     Json,
     /// SARIF 2.1.0, for GitHub code scanning and other SARIF viewers.
     Sarif,
