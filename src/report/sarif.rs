@@ -141,10 +141,17 @@ pub fn artifact_uri(path: &str, cwd: Option<&std::path::Path>) -> Option<(String
         return None;
     }
     let p = std::path::Path::new(path);
-    let (rel, relative) = if p.is_absolute() {
-        match cwd.and_then(|c| p.strip_prefix(c).ok()) {
+    let climbs = p
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir));
+    let (rel, relative) = if p.is_absolute() || climbs {
+        // `../x.yaml` is not under the root the URI base stands for: resolve it against the
+        // working directory, and fall back to an absolute URI when it lies outside.
+        let abs = normalize(&cwd.map_or_else(|| p.to_path_buf(), |c| c.join(p)));
+        match cwd.and_then(|c| abs.strip_prefix(normalize(c)).ok()) {
             Some(r) => (r.to_string_lossy().into_owned(), true),
-            None => (path.to_string(), false),
+            None if abs.is_absolute() => (abs.to_string_lossy().into_owned(), false),
+            None => (path.to_string(), true),
         }
     } else {
         (path.to_string(), true)
@@ -159,6 +166,24 @@ pub fn artifact_uri(path: &str, cwd: Option<&std::path::Path>) -> Option<(String
     } else {
         (format!("file://{enc}"), false)
     })
+}
+
+/// Removes `.` and resolves `..` lexically (no file system access: the spec may not exist).
+fn normalize(p: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// Encodes everything but RFC 3986 unreserved characters and `/`.
@@ -370,6 +395,14 @@ mod tests {
         assert_eq!(
             artifact_uri("/elsewhere/x.yaml", Some(cwd)),
             Some(("file:///elsewhere/x.yaml".to_string(), false))
+        );
+        assert_eq!(
+            artifact_uri("../repo/specs/x.yaml", Some(cwd)),
+            Some(("specs/x.yaml".to_string(), true))
+        );
+        assert_eq!(
+            artifact_uri("../other/x.yaml", Some(cwd)),
+            Some(("file:///other/x.yaml".to_string(), false))
         );
         assert_eq!(artifact_uri("<stdin>", Some(cwd)), None);
     }
