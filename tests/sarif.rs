@@ -230,6 +230,18 @@ fn multitool() -> Option<std::path::PathBuf> {
     if let Some(p) = std::env::var_os("SARIF_MULTITOOL") {
         return Some(p.into());
     }
+    // Where scripts/validate-sarif installs it.
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cache")));
+    if let Some(c) = cache {
+        let p = c.join(
+            "blazes/sarif-multitool/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool",
+        );
+        if p.is_file() {
+            return Some(p);
+        }
+    }
     let found = Command::new("Sarif.Multitool")
         .arg("--version")
         .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
