@@ -438,14 +438,13 @@ fn sources(df: &Dataflow, add_seals: &BTreeMap<SourceId, Vec<String>>, stmts: &m
             html_attr("label", &table(&rows)),
             attr("tooltip", &format!("source {}", s.name)),
         ];
-        if unused {
-            a.push(attr("color", GREY));
-            a.push(attr("fontcolor", GREY));
-            a.push(attr("style", "dashed"));
-        }
         if added.is_some() {
             a.push(attr("color", "#2e7d32"));
             a.push(attr("peripheries", "2"));
+        } else if unused {
+            a.push(attr("color", GREY));
+            a.push(attr("fontcolor", GREY));
+            a.push(attr("style", "dashed"));
         }
         stmts.push(node(&format!("s{i}"), a));
     }
