@@ -13,5 +13,6 @@ pub mod diagnostic;
 pub mod generator;
 pub mod graph;
 pub mod label;
+pub mod render;
 pub mod report;
 pub mod spec;
