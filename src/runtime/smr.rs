@@ -13,6 +13,9 @@
 //! - recovery from a [`Snapshot`] (state + next offset to apply) followed by replay of the log
 //!   reaches the same state and emits the same outputs with the same ids as an uninterrupted run
 //!   (outputs already emitted before the crash are emitted again, which is what dedup is for).
+//!
+//! Output commit: a snapshot must only cover inputs whose outputs have already been delivered
+//! downstream; otherwise a crash after the snapshot loses outputs that replay will not re-emit.
 
 use super::log::{Log, LogError};
 
