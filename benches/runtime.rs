@@ -51,7 +51,7 @@ fn log_append(c: &mut Criterion) {
 fn sequencer(c: &mut Criterion) {
     let mut g = c.benchmark_group("sequencer");
     g.throughput(Throughput::Elements(BATCH as u64));
-    let mut next = vec![0u64; 4];
+    let mut next = [0u64; 4];
     let mut seq = Sequencer::open(MemLog::new()).unwrap();
     g.bench_function("sequencer_memlog", |b| {
         b.iter(|| {

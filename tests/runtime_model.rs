@@ -316,8 +316,7 @@ impl Model for BarrierModel {
             Property::always(
                 "released once everything arrived",
                 |m: &BarrierModel, s: &BarrierState| {
-                    s.deliveries.iter().any(|&d| d == 0)
-                        || s.releases.len() == m.partitions() as usize
+                    s.deliveries.contains(&0) || s.releases.len() == m.partitions() as usize
                 },
             ),
             Property::sometimes(

@@ -52,7 +52,7 @@ impl StateMachine for Chain {
             .wrapping_add(env.producer * 7919 + env.seq);
         self.applied.push((env.producer, env.seq));
         let mut out = vec![self.digest.to_le_bytes().to_vec()];
-        if env.seq % 2 == 0 {
+        if env.seq.is_multiple_of(2) {
             out.push(env.payload.clone());
         }
         out
@@ -68,7 +68,7 @@ impl StateMachine for Chain {
     }
 
     fn restore(bytes: &[u8]) -> Result<Self, SmrError> {
-        if bytes.len() < 8 || (bytes.len() - 8) % 16 != 0 {
+        if bytes.len() < 8 || !(bytes.len() - 8).is_multiple_of(16) {
             return Err(SmrError::BadSnapshot {
                 reason: format!("{} bytes is not a chain snapshot", bytes.len()),
             });
