@@ -267,3 +267,29 @@ fn every_batch_policy_is_durable_on_return_and_matches_mem_log() {
     let file = FileLog::open(dir.path(), cfg).unwrap();
     assert_eq!(read_all(&file), read_all(&mem));
 }
+
+#[test]
+fn interval_policy_defers_durability_until_due_or_synced() {
+    let dir = tempfile::tempdir().unwrap();
+    let hour = FileLogConfig {
+        fsync: FsyncPolicy::Interval(std::time::Duration::from_secs(3600)),
+        ..config(1 << 20)
+    };
+    let mut log = FileLog::open(dir.path().join("a"), hour).unwrap();
+    log.append(&[b"x", b"y"]).unwrap();
+    assert_eq!(
+        (log.end(), log.durable_end()),
+        (2, 0),
+        "not due yet: not acknowledged"
+    );
+    log.sync().unwrap();
+    assert_eq!(log.durable_end(), 2);
+
+    let due = FileLogConfig {
+        fsync: FsyncPolicy::Interval(std::time::Duration::ZERO),
+        ..config(1 << 20)
+    };
+    let mut log = FileLog::open(dir.path().join("b"), due).unwrap();
+    log.append(&[b"x"]).unwrap();
+    assert_eq!(log.durable_end(), 1, "an elapsed interval syncs on append");
+}
