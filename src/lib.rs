@@ -2,8 +2,9 @@
 //!
 //! The library reads a dataflow spec ([`spec`]), resolves it into an IR ([`graph`]), derives
 //! stream labels and points of order ([`analysis`]) over the label lattice ([`label`]), and
-//! renders the results ([`report`]). It does no file IO and never prints: the binary
-//! (`src/main.rs`, [`cli`]) is the edge.
+//! renders the results ([`report`]). The analyzer does no file IO and never prints: the
+//! binary (`src/main.rs`, [`cli`]) is the edge. [`runtime`] is the other half: the mechanisms
+//! that enforce a coordination plan in services, independent of the analyzer.
 
 pub mod analysis;
 pub mod check;
@@ -12,7 +13,12 @@ pub mod codes;
 pub mod diagnostic;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod generator;
 pub mod graph;
 pub mod label;
+pub mod render;
 pub mod report;
+/// Replication runtime: durable log, sequencer, keyed sessions, seal barrier, replicated state
+/// machines and dedup. Independent of the analyzer; see `docs/runtime.md`.
+pub mod runtime;
 pub mod spec;

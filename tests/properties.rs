@@ -111,14 +111,15 @@ proptest! {
     }
 }
 
-/// Labels keyed by names, so two files in different orders compare.
-fn summary(
-    text: &str,
-) -> Option<(
+/// Stream labels by (from, to), sink labels by name, points of order.
+type Summary = (
     BTreeMap<(String, String), String>,
     BTreeMap<String, String>,
     Vec<String>,
-)> {
+);
+
+/// Labels keyed by names, so two files in different orders compare.
+fn summary(text: &str) -> Option<Summary> {
     let r = check::check_bytes("t.yaml", text.as_bytes(), &check::Options::default());
     let Outcome::Analysed(a) = r.outcome else {
         return None;

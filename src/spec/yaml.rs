@@ -145,10 +145,9 @@ impl<'de> Visitor<'de> for RawVisitor {
     fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Raw, A::Error> {
         let mut v = Vec::with_capacity(a.size_hint().unwrap_or(0).min(1024));
         while let Some(x) = a.next_element::<Spanned<Raw>>()? {
-            v.push(x);
+            v.push(pending(x));
         }
-        // Spans are converted later, when the line index exists; keep the raw pairs here.
-        Ok(Raw(Value::Seq(v.into_iter().map(pending).collect())))
+        Ok(Raw(Value::Seq(v)))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Raw, A::Error> {
         let mut v = Vec::new();
@@ -219,8 +218,10 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Node, Box<Diagnostic>> {
     }
 }
 
-/// The reader's options for `limits` (built where they are used: they are not `Send`).
-fn reader_options(limits: &Limits) -> serde_saphyr::Options {
+/// The serde-saphyr options every spec is read with: the budget and alias limits from
+/// `limits`, duplicates passed through (reported by `spec` with both locations), merge keys
+/// merged, YAML 1.2 core booleans. Built where they are used: they are not `Send`.
+pub fn reader_options(limits: &Limits) -> serde_saphyr::Options {
     let mut budget = Budget::default();
     budget.max_reader_input_bytes = Some(limits.max_bytes);
     budget.max_depth = limits.max_depth;
