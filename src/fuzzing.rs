@@ -1,5 +1,5 @@
 //! Support for the fuzz targets (`fuzz/`) and the corpus tests (`tests/fuzz_corpus.rs`): the
-//! whole pipeline with its invariants checked, and a structure-aware mutator of specs.
+//! whole pipeline (read, analyse, every report format, DOT) with its invariants checked, and a structure-aware mutator of specs.
 //!
 //! It lives in the library, not in the fuzz crate, so that the regular test suite runs exactly
 //! what the fuzzers run: a crash input committed under `fuzz/regressions/` fails `cargo test`
@@ -7,6 +7,7 @@
 
 use crate::check::{self, EXIT_CLEAN, EXIT_INVALID, FileReport, Options, Outcome};
 use crate::diagnostic::Severity;
+use crate::render;
 use crate::report;
 use crate::spec::Limits;
 use crate::spec::yaml::{self, Node, Value};
@@ -44,6 +45,21 @@ pub fn pipeline(bytes: &[u8], options: &Options) -> i32 {
     assert_eq!(parsed["version"], 1);
     let human = report::human::render(std::slice::from_ref(&report), Default::default());
     assert!(!human.contains("panicked"), "panic text in the output");
+    let sarif = report::sarif::render(std::slice::from_ref(&report), None);
+    serde_json::from_str::<serde_json::Value>(&sarif).expect("the SARIF output parses");
+    report::github::render(std::slice::from_ref(&report));
+    let dot = match &report.outcome {
+        Outcome::Analysed(a) => {
+            let drawn = render::barriers(&a.dataflow, &a.analysis);
+            let dot = render::to_dot(&a.dataflow, &a.analysis, &drawn);
+            assert!(
+                dot.starts_with("digraph") && dot.trim_end().ends_with('}'),
+                "DOT: {dot}"
+            );
+            Some(dot)
+        }
+        Outcome::Invalid(_) => None,
+    };
     // HashMap iteration differs between instances: a second run catches output that depends
     // on it. Only for small inputs, to keep the fuzzer fast.
     if bytes.len() <= 16 * 1024 {
@@ -54,6 +70,14 @@ pub fn pipeline(bytes: &[u8], options: &Options) -> i32 {
             json,
             "JSON output is not deterministic"
         );
+        if let (Outcome::Analysed(a), Some(dot)) = (&again.outcome, &dot) {
+            let drawn = render::barriers(&a.dataflow, &a.analysis);
+            assert_eq!(
+                &render::to_dot(&a.dataflow, &a.analysis, &drawn),
+                dot,
+                "DOT output is not deterministic"
+            );
+        }
     }
     code
 }
@@ -283,11 +307,11 @@ fn endpoints(root: &mut Node) -> (Vec<String>, Vec<String>) {
 
 fn component_ends(body: &mut Node) -> (Option<String>, Option<String>) {
     let mut ends = (None, None);
-    if let Some(Value::Seq(ps)) = entry(body, "paths").map(|p| &mut p.value) {
-        if let Some(p) = ps.first_mut() {
-            ends.0 = entry(p, "from").and_then(|n| n.as_str().map(str::to_string));
-            ends.1 = entry(p, "to").and_then(|n| n.as_str().map(str::to_string));
-        }
+    if let Some(Value::Seq(ps)) = entry(body, "paths").map(|p| &mut p.value)
+        && let Some(p) = ps.first_mut()
+    {
+        ends.0 = entry(p, "from").and_then(|n| n.as_str().map(str::to_string));
+        ends.1 = entry(p, "to").and_then(|n| n.as_str().map(str::to_string));
     }
     ends
 }

@@ -136,6 +136,8 @@ pub fn generate(o: &GenOptions) -> String {
     out.push_str("streams:\n");
     // Fan-out is bounded by giving every producer at most 4 consumers.
     let mut fanout = vec![0u8; n];
+    // `c` is the component's number in the written spec, not only an index into `has_fb`.
+    #[allow(clippy::needless_range_loop)]
     for c in 0..n {
         let layer = c / width;
         let fan_in = 1 + rng.below(if layer == 0 { 1 } else { 4 });

@@ -254,3 +254,48 @@ fn suggestions_stay_bounded_on_hostile_specs() {
         d[0]
     );
 }
+
+/// Outputs never lose user data: a failed `render -o` (here the target is a non-empty
+/// directory, so the final rename fails even for root) leaves what was there and no temporary
+/// file; a symlink to the spec is still the spec.
+#[test]
+fn a_failed_write_leaves_the_old_file_intact() {
+    let d = std::env::temp_dir().join(format!("blazes-hostile-write-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    let target = d.join("graph.dot");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::write(target.join("keep"), b"user data").unwrap();
+    let o = blazes(&[
+        "render",
+        "specs/wordcount.yaml",
+        "-o",
+        target.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot write"), "{}", stderr(&o));
+    assert_clean_failure(&o);
+    assert_eq!(std::fs::read(target.join("keep")).unwrap(), b"user data");
+    let left: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "no temporary file is left behind: {left:?}");
+
+    #[cfg(unix)]
+    {
+        let spec = d.join("spec.yaml");
+        std::fs::copy(root().join("specs/wordcount.yaml"), &spec).unwrap();
+        let link = d.join("link.yaml");
+        std::os::unix::fs::symlink(&spec, &link).unwrap();
+        let before = std::fs::read(&spec).unwrap();
+        let o = blazes(&[
+            "render",
+            spec.to_str().unwrap(),
+            "-o",
+            link.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert_eq!(std::fs::read(&spec).unwrap(), before);
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
