@@ -445,8 +445,34 @@ fn run_render(args: &RenderArgs) -> i32 {
     EXIT_CLEAN
 }
 
+/// A panic is a bug in `blazes`, never the spec author's fault, and the default report (thread
+/// names, `RUST_BACKTRACE` advice) reads like a crash log in their CI. Print one sentence that
+/// says so instead; the backtrace only when `RUST_BACKTRACE` asks for it.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let what = what.split_whitespace().collect::<Vec<_>>().join(" ");
+        eprintln!(
+            "error: internal error in blazes{at} ({what}); this is a bug in blazes, not in the spec: please report it with the spec that caused it"
+        );
+        if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
+            eprintln!("{}", std::backtrace::Backtrace::force_capture());
+        }
+    }));
+}
+
 /// Parses the arguments and runs; returns the exit status.
 pub fn run() -> i32 {
+    install_panic_hook();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -299,3 +299,28 @@ fn a_failed_write_leaves_the_old_file_intact() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A minified spec (one line of hundreds of kilobytes) with an error at its end: miette would
+/// panic drawing a caret past column 65535, so such lines get a plain location.
+#[test]
+fn a_huge_single_line_spec_is_reported_without_a_drawing() {
+    let mut s = String::from("{\"components\": {");
+    for i in 0..8_000 {
+        s.push_str(&format!(
+            "\"C{i}\": {{\"paths\": [{{\"from\": \"in\", \"to\": \"out\", \"label\": \"CR\"}}]}}, "
+        ));
+    }
+    s.push_str(
+        "\"Last\": {\"paths\": [{\"from\": \"in\", \"to\": \"out\", \"label\": \"XX\"}]}}}\n",
+    );
+    assert!(s.len() > 65_535 * 4);
+    let o = blazes_stdin(&["check", "-"], s.as_bytes());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_clean_failure(&o);
+    let out = stdout(&o);
+    assert!(out.contains("unknown label `XX`"), "{out}");
+    assert!(
+        out.contains("at [<stdin>:1:") && out.contains("too long to show"),
+        "{out}"
+    );
+}

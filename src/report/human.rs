@@ -74,7 +74,14 @@ impl SourceCode for Source<'_> {
 struct Rendered<'a> {
     d: &'a Diagnostic,
     source: Source<'a>,
+    /// Whether miette draws the snippet (see [`MAX_SNIPPET_LINE`]).
+    snippet: bool,
 }
+
+/// Longest line, in bytes, drawn as a snippet. miette pads labels with `format!` widths, which
+/// panic past 65535 columns; a minified one-line spec would crash the report. Longer lines
+/// get a plain location instead of a drawing.
+const MAX_SNIPPET_LINE: usize = 2000;
 
 impl fmt::Debug for Rendered<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -119,9 +126,13 @@ impl miette::Diagnostic for Rendered<'_> {
         self.d
             .primary
             .as_ref()
+            .filter(|_| self.snippet)
             .map(|_| &self.source as &dyn SourceCode)
     }
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        if !self.snippet {
+            return None;
+        }
         let text = self.source.text;
         let primary = self.d.primary.as_ref()?;
         let mut labels = vec![LabeledSpan::new_primary_with_span(
@@ -164,6 +175,13 @@ pub fn render_diagnostic_indexed(
     style: Style,
 ) -> String {
     let mut out = String::new();
+    let line_len = |offset: usize| {
+        let line = index.line_of(offset.min(text.len()));
+        index.line_start(line + 1, text) - index.line_start(line, text)
+    };
+    let snippet = d.primary.iter().chain(&d.related).all(|n| {
+        line_len(n.span.offset) <= MAX_SNIPPET_LINE && line_len(n.span.end()) <= MAX_SNIPPET_LINE
+    });
     let r = Rendered {
         d,
         source: Source {
@@ -171,10 +189,23 @@ pub fn render_diagnostic_indexed(
             text,
             index,
         },
+        snippet,
     };
     handler(style)
         .render_report(&mut out, &r)
         .expect("writing to a String cannot fail");
+    if !snippet {
+        for (i, n) in d.primary.iter().chain(&d.related).enumerate() {
+            let (line, col) = index.line_col(text, n.span.offset);
+            let what = if n.text.is_empty() { "here" } else { &n.text };
+            let long = if i == 0 {
+                " (the line is too long to show)"
+            } else {
+                ""
+            };
+            out.push_str(&format!("   at [{path}:{line}:{col}]: {what}{long}\n"));
+        }
+    }
     out
 }
 
