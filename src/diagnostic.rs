@@ -68,12 +68,39 @@ pub struct Diagnostic {
     pub help: Option<String>,
 }
 
+/// Longest message kept, in characters; past it the message is cut with `…`.
+const MAX_MESSAGE_CHARS: usize = 400;
+
+/// Messages quote what the user wrote (unknown keys, strings where a mapping belongs), and a
+/// spec can put newlines, control characters or a megabyte into those. A message stays one
+/// line of bounded length: control characters are shown escaped and the tail is cut.
+fn one_line(message: String) -> String {
+    if message.chars().all(|c| !c.is_control()) && message.len() <= MAX_MESSAGE_CHARS {
+        return message;
+    }
+    let mut out = String::with_capacity(message.len().min(4 * MAX_MESSAGE_CHARS));
+    for (i, c) in message.chars().enumerate() {
+        if i == MAX_MESSAGE_CHARS {
+            out.push('…');
+            break;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("<U+{:04X}>", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 impl Diagnostic {
     pub fn new(code: &'static Code, message: impl Into<String>) -> Self {
         Diagnostic {
             code,
             severity: code.severity,
-            message: message.into(),
+            message: one_line(message.into()),
             primary: None,
             related: Vec::new(),
             help: None,

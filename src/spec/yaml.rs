@@ -75,6 +75,11 @@ impl Node {
             Value::Bool(b) => format!("the boolean `{b}`"),
             Value::Int(i) => format!("the number `{i}`"),
             Value::Float(f) => format!("the number `{f}`"),
+            Value::Str(s) if s.chars().count() > 60 => format!(
+                "the string `{}…` ({} characters)",
+                s.chars().take(40).collect::<String>(),
+                s.chars().count()
+            ),
             Value::Str(s) => format!("the string `{s}`"),
             Value::Seq(_) => "a list".into(),
             Value::Map(_) => "a mapping".into(),
