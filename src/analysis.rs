@@ -108,6 +108,7 @@ pub struct Analysis {
     pub barriers: Vec<SealBarrier>,
     pub sinks: Vec<SinkVerdict>,
     /// Findings (points of order, unsafe sinks) and warnings, sorted by position.
+    /// `check::check_bytes` moves them into `Analysed::diagnostics`, leaving this empty.
     pub diagnostics: Vec<Diagnostic>,
 }
 

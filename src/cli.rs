@@ -233,11 +233,15 @@ fn run_check(args: &CheckArgs) -> i32 {
         Format::Github => report::github::render(&reports),
     };
     write_out(&text);
-    reports
+    let code = reports
         .iter()
         .map(FileReport::exit_code)
         .max()
-        .unwrap_or(EXIT_CLEAN)
+        .unwrap_or(EXIT_CLEAN);
+    // The process exits next: freeing a 100k-component analysis piece by piece costs a tenth
+    // of the run, and the OS reclaims it anyway.
+    std::mem::forget(reports);
+    code
 }
 
 fn run_explain(code: Option<&str>) -> i32 {

@@ -8,7 +8,9 @@
 //!
 //! Must not know: labels beyond the key sets, how results are printed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeSet;
+
+use foldhash::{HashMap, HashMapExt};
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
@@ -223,13 +225,13 @@ impl Builder {
         let mut incomplete: Vec<bool> = Vec::new();
         // Per component: interface name -> id, inputs and outputs separately (the same name may
         // be both an input and an output, as in the paper's Cache).
-        let mut inputs_by_name: Vec<HashMap<&str, IfaceId>> = Vec::new();
-        let mut outputs_by_name: Vec<HashMap<&str, IfaceId>> = Vec::new();
+        let mut inputs_by_name: Vec<Ifaces<'s>> = Vec::with_capacity(spec.components.len());
+        let mut outputs_by_name: Vec<Ifaces<'s>> = Vec::with_capacity(spec.components.len());
         for decl in &spec.components {
             let cid = CompId(components.len() as u32);
             comp_index.insert(&decl.name.text, cid);
-            let mut ins: HashMap<&str, IfaceId> = HashMap::new();
-            let mut outs: HashMap<&str, IfaceId> = HashMap::new();
+            let mut ins = Ifaces::default();
+            let mut outs = Ifaces::default();
             let mut c = Component {
                 name: decl.name.text.clone(),
                 span: decl.name.span,
@@ -241,27 +243,25 @@ impl Builder {
                 outputs: Vec::new(),
             };
             for p in &decl.paths {
-                let mut iface = |name: &'s spec::Name,
-                                 dir: Direction,
-                                 map: &mut HashMap<&'s str, IfaceId>|
-                 -> IfaceId {
-                    *map.entry(&name.text).or_insert_with(|| {
-                        let id = IfaceId(ifaces.len() as u32);
-                        ifaces.push(Iface {
-                            component: cid,
-                            name: name.text.clone(),
-                            direction: dir,
-                            span: name.span,
-                            streams: Vec::new(),
-                            implicit_sink: None,
-                        });
-                        match dir {
-                            Direction::Input => c.inputs.push(id),
-                            Direction::Output => c.outputs.push(id),
-                        }
-                        id
-                    })
-                };
+                let mut iface =
+                    |name: &'s spec::Name, dir: Direction, map: &mut Ifaces<'s>| -> IfaceId {
+                        map.get_or_insert(&name.text, || {
+                            let id = IfaceId(ifaces.len() as u32);
+                            ifaces.push(Iface {
+                                component: cid,
+                                name: name.text.clone(),
+                                direction: dir,
+                                span: name.span,
+                                streams: Vec::new(),
+                                implicit_sink: None,
+                            });
+                            match dir {
+                                Direction::Input => c.inputs.push(id),
+                                Direction::Output => c.outputs.push(id),
+                            }
+                            id
+                        })
+                    };
                 let input = iface(&p.from, Direction::Input, &mut ins);
                 let output = iface(&p.to, Direction::Output, &mut outs);
                 let gate = p.gate.as_ref().map(|g| match g {
@@ -577,13 +577,7 @@ impl Builder {
         None
     }
 
-    fn unknown_iface(
-        &mut self,
-        e: &spec::Endpoint,
-        c: &str,
-        dir: &str,
-        known: &HashMap<&str, IfaceId>,
-    ) {
+    fn unknown_iface(&mut self, e: &spec::Endpoint, c: &str, dir: &str, known: &Ifaces<'_>) {
         let mut d = Diagnostic::new(
             &codes::DANGLING_ENDPOINT,
             format!("component {c} has no {dir} `{}`", e.name),
@@ -604,20 +598,45 @@ impl Builder {
 struct Names<'a> {
     comp_index: &'a HashMap<&'a str, CompId>,
     incomplete: &'a [bool],
-    inputs: &'a [HashMap<&'a str, IfaceId>],
-    outputs: &'a [HashMap<&'a str, IfaceId>],
+    inputs: &'a [Ifaces<'a>],
+    outputs: &'a [Ifaces<'a>],
     sources: &'a HashMap<&'a str, SourceId>,
     sinks: &'a HashMap<&'a str, SinkId>,
 }
 
+/// A component's interfaces of one direction, by name. A short vector, not a map: components
+/// have a handful of interfaces, and a map per component costs more than it saves.
+#[derive(Default)]
+struct Ifaces<'s>(Vec<(&'s str, IfaceId)>);
+
+impl<'s> Ifaces<'s> {
+    fn get(&self, name: &str) -> Option<&IfaceId> {
+        self.0.iter().find(|(n, _)| *n == name).map(|(_, i)| i)
+    }
+    fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+    fn keys(&self) -> impl Iterator<Item = &&'s str> {
+        self.0.iter().map(|(n, _)| n)
+    }
+    fn get_or_insert(&mut self, name: &'s str, make: impl FnOnce() -> IfaceId) -> IfaceId {
+        if let Some(&i) = self.get(name) {
+            return i;
+        }
+        let i = make();
+        self.0.push((name, i));
+        i
+    }
+}
+
 /// Sorted, backquoted list of interface names (`none` when empty).
-fn list(names: &HashMap<&str, IfaceId>) -> String {
-    let sorted: BTreeMap<&str, ()> = names.keys().map(|k| (*k, ())).collect();
+fn list(names: &Ifaces<'_>) -> String {
+    let sorted: BTreeSet<&str> = names.keys().copied().collect();
     if sorted.is_empty() {
         return "none".into();
     }
     sorted
-        .keys()
+        .iter()
         .map(|k| format!("`{k}`"))
         .collect::<Vec<_>>()
         .join(", ")
