@@ -31,7 +31,7 @@ pub enum FailOn {
 }
 
 impl FailOn {
-    fn fails(self, l: Label) -> bool {
+    pub fn fails(self, l: Label) -> bool {
         match self {
             FailOn::Run => l.rank() >= 2,
             FailOn::Inst => l.rank() >= 3,

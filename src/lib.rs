@@ -12,5 +12,6 @@ pub mod codes;
 pub mod diagnostic;
 pub mod graph;
 pub mod label;
+pub mod plan;
 pub mod report;
 pub mod spec;

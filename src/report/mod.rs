@@ -3,6 +3,9 @@
 
 pub mod human;
 pub mod json;
+pub mod plan_human;
+pub mod plan_json;
+pub mod plan_yaml;
 
 use crate::label::{Keys, Label};
 
