@@ -969,16 +969,31 @@ pub fn plan(df: &Dataflow, options: &Options) -> Plan {
     result.search.candidates = cands.len();
     let all: Vec<Choice> = cands.iter().map(|c| c.choice).collect();
     let ub = ev.upper_bound(&all);
-    let chosen = if ev.feasible(&ub) {
+    let bound_ok = ev.feasible(&ub);
+    let chosen = if bound_ok {
         search(&mut ev, &cands, options)
     } else {
         None
     };
     let Some(chosen) = chosen else {
-        let after = ev.analyze(&ub);
+        // Either even the strongest combination fails a sink, or it passes only by merging
+        // choices that exclude each other (two seals of one source, two keyed orders of one
+        // component): then the remaining damage is the baseline's.
+        let after = if bound_ok {
+            ev.analyze(&[])
+        } else {
+            ev.analyze(&ub)
+        };
         let d = ev.dataflow();
         result.status = Status::Unrepairable;
-        result.reasons = reasons(d, &after, options, cands.is_empty());
+        let why = if cands.is_empty() {
+            Why::NoCandidate
+        } else if bound_ok {
+            Why::Conflicts
+        } else {
+            Why::Bound
+        };
+        result.reasons = reasons(d, &after, options, why);
         result.sinks = sink_outcomes(d, &base, &after);
         result.search.evaluations = ev.evaluations;
         return result;
@@ -1080,12 +1095,13 @@ fn sink_outcomes(
 }
 
 /// Why each sink still fails with every candidate applied.
-fn reasons(
-    df: &Dataflow,
-    after: &analysis::Analysis,
-    options: &Options,
-    no_candidates: bool,
-) -> Vec<Reason> {
+enum Why {
+    NoCandidate,
+    Conflicts,
+    Bound,
+}
+
+fn reasons(df: &Dataflow, after: &analysis::Analysis, options: &Options, why: Why) -> Vec<Reason> {
     let points: Vec<PointRef> = after.points.iter().map(|p| point_ref(df, p)).collect();
     let a = options.allowed;
     let mut disallowed = Vec::new();
@@ -1105,17 +1121,20 @@ fn reasons(
         .map(|v| {
             let sink = &df.sinks[v.sink.index()];
             let label = label_text(df, v.label);
-            let mut message = if no_candidates {
-                format!(
+            let mut message = match why {
+                Why::NoCandidate => format!(
                     "no allowed mechanism applies to the points of order behind `{}`",
                     sink.name
-                )
-            } else {
-                format!(
+                ),
+                Why::Conflicts => format!(
+                    "no combination of candidates repairs `{}`: it would need two seals of one source or two keyed orders of one component at once, and a keyed order by the keys they share would be no keyed order at all",
+                    sink.name
+                ),
+                Why::Bound => format!(
                     "with every candidate mechanism applied, `{}` still receives {label}, worse than it tolerates ({})",
                     sink.name,
                     sink.tolerate.as_str()
-                )
+                ),
             };
             if !disallowed.is_empty() {
                 message.push_str(&format!(
