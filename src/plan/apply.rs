@@ -134,8 +134,8 @@ fn replace_list(text: &str, list: &KeyList, value: &str, what: &str) -> Result<S
 /// `body` (a `{` for a flow mapping, the first key for a block mapping).
 fn insert_entry(text: &str, body: usize, entry: &str, what: &str) -> Result<Splice, String> {
     let rest = &text[body..];
-    if rest.starts_with('{') {
-        let after = rest[1..].trim_start();
+    if let Some(inner) = rest.strip_prefix('{') {
+        let after = inner.trim_start();
         let sep = if after.starts_with('}') { " " } else { "," };
         return Ok(Splice {
             offset: body + 1,

@@ -669,6 +669,14 @@ fn total_cost(cands: &[Candidate], idx: &[usize]) -> u32 {
     idx.iter().map(|&i| cands[i].cost).sum()
 }
 
+/// One greedy step: the new set of chosen candidates and what it gains for what it costs.
+struct Move {
+    benefit: u64,
+    delta: u64,
+    next: Vec<usize>,
+    score: (usize, usize),
+}
+
 /// Greedy: repeatedly take the move (add a candidate, replacing one it conflicts with) that
 /// lowers (failing sinks, points of order) the most per unit of added cost.
 fn greedy(ev: &mut Evaluator, cands: &[Candidate]) -> Option<Vec<usize>> {
@@ -677,7 +685,7 @@ fn greedy(ev: &mut Evaluator, cands: &[Candidate]) -> Option<Vec<usize>> {
     // Failing sinks dominate points of order in the benefit.
     let weight = |s: (usize, usize)| s.0 * 1_000_000 + s.1;
     while score.0 > 0 {
-        let mut best: Option<(u64, u64, Vec<usize>, (usize, usize))> = None;
+        let mut best: Option<Move> = None;
         for i in 0..cands.len() {
             if chosen.contains(&i) {
                 continue;
@@ -698,15 +706,20 @@ fn greedy(ev: &mut Evaluator, cands: &[Candidate]) -> Option<Vec<usize>> {
             // Compare benefit/delta by cross-multiplication; first best wins ties.
             let better = match &best {
                 None => true,
-                Some((b, d, _, _)) => benefit * d > b * delta,
+                Some(m) => benefit * m.delta > m.benefit * delta,
             };
             if better {
-                best = Some((benefit, delta, next, s));
+                best = Some(Move {
+                    benefit,
+                    delta,
+                    next,
+                    score: s,
+                });
             }
         }
-        let (_, _, next, s) = best?;
-        chosen = next;
-        score = s;
+        let m = best?;
+        chosen = m.next;
+        score = m.score;
     }
     Some(chosen)
 }
@@ -1000,11 +1013,16 @@ pub fn plan(df: &Dataflow, options: &Options) -> Plan {
     };
     let choices = choices_of(&cands, &chosen.indices);
     let after = ev.analyze(&choices);
-    // The planner must not guess: the plan is only reported if the analysis confirms it.
-    assert!(
-        !after.failing(),
-        "the search returned a plan the analysis rejects"
-    );
+    // The planner must not guess: a plan the full analysis rejects is not reported. (The
+    // search checks feasibility with the same propagation, so this is a safety net.)
+    if after.failing() {
+        let d = ev.dataflow();
+        result.status = Status::Unrepairable;
+        result.reasons = reasons(d, &after, options, Why::Bound);
+        result.sinks = sink_outcomes(d, &base, &after);
+        result.search.evaluations = ev.evaluations;
+        return result;
+    }
     let after_points: BTreeSet<PointRef> = after
         .points
         .iter()
