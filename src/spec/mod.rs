@@ -173,7 +173,7 @@ pub fn parse(text: &str, limits: &Limits) -> (Option<Spec>, Vec<Diagnostic>) {
     if bom > 0 {
         shift_node(&mut root, bom);
     }
-    let mut v = Validator { diags: Vec::new() };
+    let mut v = Validator { text, diags: Vec::new() };
     let spec = v.spec(&root);
     (Some(spec), v.diags)
 }
@@ -196,19 +196,28 @@ fn shift_node(n: &mut Node, by: usize) {
     }
 }
 
-/// Edit distance for "did you mean" (small inputs only: field names and labels).
+/// Edit distance for "did you mean" (optimal string alignment: a swap of two neighbours costs
+/// one, because `pahts` is a typo of `paths`). Case-insensitive; small inputs only.
 pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, &cb) in b.iter().enumerate() {
-            let cost = usize::from(!ca.eq_ignore_ascii_case(&cb));
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
+    let a: Vec<char> = a.chars().map(|c| c.to_ascii_lowercase()).collect();
+    let b: Vec<char> = b.chars().map(|c| c.to_ascii_lowercase()).collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
     }
-    prev[b.len()]
+    for j in 0..=b.len() {
+        d[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j - 1] + cost).min(d[i - 1][j] + 1).min(d[i][j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 /// The closest candidate within a third of the word's length (at least 1, at most 3 edits).
@@ -225,13 +234,17 @@ pub fn did_you_mean<'a>(
         .map(|(_, c)| c)
 }
 
-struct Validator {
+struct Validator<'t> {
+    text: &'t str,
     diags: Vec<Diagnostic>,
 }
 
 /// The fields of one mapping, after unknown and duplicate fields were reported.
 struct Fields<'n> {
     found: BTreeMap<&'static str, (&'n Node, &'n Node)>,
+    /// Canonical fields that an unknown field was taken for a typo of: a "missing field"
+    /// error for them would only repeat the "unknown field" one.
+    suggested: Vec<&'static str>,
 }
 
 impl<'n> Fields<'n> {
@@ -241,9 +254,12 @@ impl<'n> Fields<'n> {
     fn key(&self, name: &str) -> Option<&'n Node> {
         self.found.get(name).map(|(k, _)| *k)
     }
+    fn was_suggested(&self, name: &str) -> bool {
+        self.suggested.contains(&name)
+    }
 }
 
-impl Validator {
+impl Validator<'_> {
     fn error(&mut self, code: &'static Code, span: Span, message: String, label: &str) {
         self.diags
             .push(Diagnostic::new(code, message).at(span, label));
@@ -256,15 +272,25 @@ impl Validator {
     fn wrong_type(&mut self, node: &Node, expected: &str, what: &str) {
         let mut d = Diagnostic::new(
             &codes::WRONG_TYPE,
-            format!("{what} must be {expected}, but it is {}", node.describe()),
+            format!("{what} must be {expected}, but it is {}", self.describe(node)),
         )
         .at(node.span, format!("expected {expected}"));
         if matches!(node.value, Value::Bool(_) | Value::Int(_) | Value::Float(_))
             && expected.contains("name")
         {
-            d = d.help("YAML reads unquoted `yes`, `no`, `on`, `1` and the like as booleans or numbers; quote the name");
+            d = d.help("YAML reads unquoted `true`, `false` and numbers as values, not names; quote the name");
         }
         self.push(d);
+    }
+
+    /// What a node is, quoting the scalar as written (`yes`, not `true`).
+    fn describe(&self, node: &Node) -> String {
+        let written = self.text.get(node.span.offset..node.span.end()).filter(|w| !w.is_empty() && !w.contains('\n'));
+        match (&node.value, written) {
+            (Value::Bool(_), Some(w)) => format!("the boolean `{w}`"),
+            (Value::Int(_) | Value::Float(_), Some(w)) => format!("the number `{w}`"),
+            _ => node.describe(),
+        }
     }
 
     /// The entries of a mapping node; `null` counts as an empty mapping.
@@ -298,6 +324,7 @@ impl Validator {
         what: &str,
     ) -> Fields<'n> {
         let mut found: BTreeMap<&'static str, (&'n Node, &'n Node)> = BTreeMap::new();
+        let mut suggested = Vec::new();
         for (k, v) in entries {
             let Some(key) = k.as_str() else {
                 self.wrong_type(k, "a field name", &format!("a key in {what}"));
@@ -311,7 +338,12 @@ impl Validator {
                 .at(k.span, "unknown field");
                 let names: Vec<&str> = known.iter().map(|(f, _)| *f).collect();
                 d = match did_you_mean(key, names.iter().copied()) {
-                    Some(s) => d.help(format!("did you mean `{s}`?")),
+                    Some(s) => {
+                        if let Some(&(_, c)) = known.iter().find(|(f, _)| *f == s) {
+                            suggested.push(c);
+                        }
+                        d.help(format!("did you mean `{s}`?"))
+                    }
                     None => d.help(format!(
                         "the fields of {what} are: {}",
                         known
@@ -337,7 +369,7 @@ impl Validator {
             }
             found.insert(canonical, (k, v));
         }
-        Fields { found }
+        Fields { found, suggested }
     }
 
     /// A plain name: non-empty string, no dot, no whitespace.
@@ -471,6 +503,7 @@ impl Validator {
             }
         }
         match f.get("components") {
+            None if f.was_suggested("components") => {}
             None => {
                 let d =
                     Diagnostic::new(&codes::MISSING_FIELD, "the spec has no `components` field")
@@ -626,6 +659,7 @@ impl Validator {
         let mut incomplete = false;
         let mut paths = Vec::new();
         match f.get("paths") {
+            None if f.was_suggested("paths") => incomplete = true,
             None => {
                 let d = Diagnostic::new(&codes::MISSING_FIELD, format!("{what} has no `paths`"))
                     .at(name.span, "declared here")
@@ -718,7 +752,9 @@ impl Validator {
         let mut ok = true;
         let mut required = |v: &mut Self, field: &str| {
             let n = f.get(field);
-            if n.is_none() {
+            if n.is_none() && f.was_suggested(field) {
+                ok = false;
+            } else if n.is_none() {
                 let d = Diagnostic::new(&codes::MISSING_FIELD, format!("{what} has no `{field}`"))
                     .at(Span::new(node.span.offset, 1), format!("`{field}` missing"));
                 v.push(d);
@@ -870,6 +906,7 @@ impl Validator {
         for field in ["from", "to"] {
             match f.get(field) {
                 Some(n) => ends.push(self.endpoint(n, field)),
+                None if f.was_suggested(field) => ends.push(None),
                 None => {
                     let d = Diagnostic::new(
                         &codes::MISSING_FIELD,

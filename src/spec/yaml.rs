@@ -209,6 +209,9 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Node, Box<Diagnostic>> {
         // Duplicates are reported by `spec::validate`, with both locations and all at once.
         duplicate_keys: DuplicateKeyPolicy::PassThrough,
         merge_keys: MergeKeyPolicy::Merge,
+        // YAML 1.2 core booleans only: `y`, `yes`, `on`, `no` are plausible names (an output
+        // `y`, an attribute `no`), and YAML 1.1's reading of them surprises users.
+        strict_booleans: true,
         with_snippet: false,
     };
     match serde_saphyr::from_str_with_options::<Spanned<Raw>>(text, options) {
@@ -269,6 +272,20 @@ fn convert_error(
         .help("put each dataflow in its own file");
     }
     let raw = e.without_snippet().to_string();
+    // Some budget breaches (anchor replay) arrive as plain messages rather than
+    // `Error::Budget`; they are still limits, not syntax errors.
+    if raw.contains("budget breached") {
+        let (what, flag, value) = if raw.contains("Anchor") || raw.contains("Alias") {
+            ("number of alias expansions", "--max-aliases", limits.max_aliases)
+        } else if raw.contains("Depth") {
+            ("nesting depth", "--max-depth", limits.max_depth)
+        } else {
+            ("number of YAML nodes", "--max-nodes", limits.max_nodes)
+        };
+        return Diagnostic::new(&codes::LIMIT, format!("the spec exceeds the {what} limit of {value}"))
+            .at(span, "limit reached here")
+            .help(format!("raise the limit with {flag} N if this spec is trusted"));
+    }
     let msg = raw.rfind(" at line ").map_or(raw.as_str(), |i| &raw[..i]);
     let msg = msg.trim_start_matches("error: ").trim_end_matches('.');
     Diagnostic::new(&codes::YAML_SYNTAX, format!("invalid YAML: {msg}")).at(span, "here")

@@ -1,0 +1,300 @@
+//! `blazes check` end to end: the verdicts of the shipped specs (the paper's oracles), the
+//! rendered output users see, and every class of bad input.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn json_of(path: &str) -> (Value, i32) {
+    let o = blazes(&["check", "--format", "json", path]);
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("check --format json prints JSON");
+    (v, o.status.code().unwrap())
+}
+
+fn stream_label(v: &Value, from: &str, to: &str) -> String {
+    let s = v["files"][0]["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["from"] == from && s["to"] == to)
+        .unwrap_or_else(|| panic!("stream {from} -> {to}"));
+    match s.get("key") {
+        Some(k) => format!(
+            "{}({})",
+            s["label"].as_str().unwrap(),
+            k.as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect::<Vec<_>>().join(", ")
+        ),
+        None => s["label"].as_str().unwrap().to_string(),
+    }
+}
+
+fn sink_label(v: &Value, name: &str) -> String {
+    let s = v["files"][0]["sinks"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap();
+    s["label"].as_str().unwrap().to_string()
+}
+
+fn points(v: &Value) -> Vec<(String, String)> {
+    v["files"][0]["points_of_order"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["component"].as_str().unwrap().to_string(), p["kind"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+fn barriers(v: &Value) -> Vec<(String, String, Vec<String>)> {
+    v["files"][0]["seal_barriers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["component"].as_str().unwrap().to_string(),
+                b["input"].as_str().unwrap().to_string(),
+                b["key"].as_array().unwrap().iter().map(|k| k.as_str().unwrap().to_string()).collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn wordcount_unsealed_taints_count() {
+    let (v, code) = json_of("specs/wordcount.yaml");
+    assert_eq!(code, 1);
+    assert_eq!(stream_label(&v, "Splitter.words", "Count.words"), "Async");
+    assert_eq!(stream_label(&v, "Count.counts", "Commit.counts"), "Run");
+    assert_eq!(sink_label(&v, "db"), "Run");
+    assert_eq!(points(&v), vec![("Count".to_string(), "taint".to_string())]);
+    assert_eq!(v["files"][0]["points_of_order"][0]["gate"], serde_json::json!(["batch", "word"]));
+    assert!(barriers(&v).is_empty());
+}
+
+#[test]
+fn wordcount_sealed_is_async_with_a_barrier() {
+    let (v, code) = json_of("specs/wordcount-sealed.yaml");
+    assert_eq!(code, 0);
+    assert_eq!(stream_label(&v, "Splitter.words", "Count.words"), "Seal(batch)");
+    assert_eq!(stream_label(&v, "Count.counts", "Commit.counts"), "Async");
+    assert_eq!(sink_label(&v, "db"), "Async");
+    assert!(points(&v).is_empty());
+    assert_eq!(barriers(&v), vec![("Count".into(), "words".into(), vec!["batch".into()])]);
+    assert_eq!(v["files"][0]["seal_barriers"][0]["producers"], serde_json::json!(["tweets"]));
+}
+
+#[test]
+fn ad_thresh_needs_no_coordination() {
+    let (v, code) = json_of("specs/ad-thresh.yaml");
+    assert_eq!(code, 0);
+    assert_eq!(sink_label(&v, "answers"), "Async");
+    assert!(points(&v).is_empty());
+    assert!(barriers(&v).is_empty());
+}
+
+#[test]
+fn ad_poor_is_inst_at_report_and_run_after_the_cache() {
+    let (v, code) = json_of("specs/ad-poor.yaml");
+    assert_eq!(code, 1);
+    assert_eq!(stream_label(&v, "Report.response", "Cache.response"), "Inst");
+    assert_eq!(sink_label(&v, "answers"), "Run");
+    assert_eq!(
+        points(&v),
+        vec![("Report".to_string(), "ndread".to_string()), ("Cache".to_string(), "taint".to_string())]
+    );
+}
+
+#[test]
+fn ad_poor_with_a_replicated_cache_diverges() {
+    let (v, code) = json_of("specs/ad-poor-replicated-cache.yaml");
+    assert_eq!(code, 1);
+    assert_eq!(sink_label(&v, "answers"), "Diverge");
+}
+
+#[test]
+fn ad_campaign_is_protected_by_a_campaign_barrier() {
+    let (v, code) = json_of("specs/ad-campaign.yaml");
+    assert_eq!(code, 0);
+    assert_eq!(sink_label(&v, "answers"), "Async");
+    assert!(points(&v).is_empty());
+    assert_eq!(barriers(&v), vec![("Report".into(), "click".into(), vec!["campaign".into()])]);
+}
+
+#[test]
+fn ad_window_is_async() {
+    let (v, code) = json_of("specs/ad-window.yaml");
+    assert_eq!(code, 0);
+    assert_eq!(sink_label(&v, "answers"), "Async");
+    assert_eq!(barriers(&v), vec![("Report".into(), "click".into(), vec!["window".into()])]);
+}
+
+#[test]
+fn a_seal_travels_around_a_confluent_cycle() {
+    let (v, code) = json_of("specs/cycle.yaml");
+    assert_eq!(code, 0);
+    assert_eq!(stream_label(&v, "Relay.back", "Merge.feedback"), "Seal(epoch)");
+    assert_eq!(sink_label(&v, "index"), "Async");
+    assert_eq!(barriers(&v), vec![("Rank".into(), "merged".into(), vec!["epoch".into()])]);
+}
+
+#[test]
+fn taint_circulates_and_unreached_streams_are_reported() {
+    let (v, code) = json_of("specs/cycle-taint.yaml");
+    assert_eq!(code, 1);
+    assert_eq!(stream_label(&v, "Balance.results", "Router.results"), "Run");
+    assert_eq!(stream_label(&v, "Router.routed", "Balance.routed"), "Run");
+    assert_eq!(stream_label(&v, "Orphan.out", "Echo.in"), "Unreached");
+    assert_eq!(sink_label(&v, "ledger"), "Run");
+    let codes: Vec<&str> =
+        v["files"][0]["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap()).collect();
+    assert_eq!(codes.iter().filter(|c| **c == "C007").count(), 2, "{codes:?}");
+}
+
+#[test]
+fn an_ordered_replicated_stage_agrees_and_tolerance_downgrades_findings() {
+    let (v, code) = json_of("specs/replicated-stage.yaml");
+    assert_eq!(code, 0);
+    assert_eq!(stream_label(&v, "Ledger.balances", "Audit.balances"), "Async");
+    assert_eq!(sink_label(&v, "report"), "Run");
+    // Report's OW(*) is still a point of order, but the sink tolerates Run: a warning.
+    assert_eq!(points(&v), vec![("Report".to_string(), "taint".to_string())]);
+    let d = &v["files"][0]["diagnostics"].as_array().unwrap();
+    assert!(d.iter().any(|d| d["code"] == "C001" && d["severity"] == "warning"));
+}
+
+#[test]
+fn fail_on_sets_the_threshold_but_tolerate_wins() {
+    // POOR ends in Run: failing by default, not with --fail-on inst.
+    assert_eq!(blazes(&["check", "specs/ad-poor.yaml"]).status.code(), Some(1));
+    assert_eq!(blazes(&["check", "--fail-on", "inst", "specs/ad-poor.yaml"]).status.code(), Some(0));
+    assert_eq!(blazes(&["check", "--fail-on", "never", "specs/ad-poor-replicated-cache.yaml"]).status.code(), Some(0));
+    assert_eq!(blazes(&["check", "--fail-on", "diverge", "specs/ad-poor-replicated-cache.yaml"]).status.code(), Some(1));
+}
+
+#[test]
+fn human_output_of_every_spec() {
+    for path in yaml_files("specs") {
+        let o = blazes(&["check", &path]);
+        assert!(o.status.code().unwrap() < 2, "{path} is a valid spec");
+        insta::assert_snapshot!(format!("human-{}", stem(&path)), stdout(&o));
+    }
+}
+
+#[test]
+fn json_output_of_every_spec() {
+    for path in yaml_files("specs") {
+        let o = blazes(&["check", "--format", "json", &path]);
+        let text = stdout(&o);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["version"], 1);
+        insta::assert_snapshot!(format!("json-{}", stem(&path)), text);
+    }
+}
+
+#[test]
+fn output_is_deterministic() {
+    let args = ["check", "--format", "json", "specs/ad-poor.yaml", "specs/cycle-taint.yaml"];
+    let a = blazes(&args);
+    let b = blazes(&args);
+    assert_eq!(a.stdout, b.stdout);
+    let h1 = blazes(&["check", "specs/cycle-taint.yaml"]);
+    let h2 = blazes(&["check", "specs/cycle-taint.yaml"]);
+    assert_eq!(h1.stdout, h2.stdout);
+}
+
+#[test]
+fn several_files_give_one_document_and_the_worst_exit_code() {
+    let o = blazes(&["check", "--format", "json", "specs/wordcount-sealed.yaml", "specs/wordcount.yaml"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["files"].as_array().unwrap().len(), 2);
+    let o = blazes(&["check", "specs/wordcount.yaml", "tests/fixtures/errors/empty.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn every_bad_input_exits_2_with_a_located_message() {
+    let fixtures = yaml_files("tests/fixtures/errors");
+    assert!(fixtures.len() >= 14);
+    for path in fixtures {
+        let o = blazes(&["check", &path]);
+        assert_eq!(o.status.code(), Some(2), "{path} must be rejected");
+        assert_clean_failure(&o);
+        let out = stdout(&o);
+        assert!(out.contains(&format!("[{path}:")), "{path}: message is located:\n{out}");
+        insta::assert_snapshot!(format!("error-{}", stem(&path)), out);
+        let j = blazes(&["check", "--format", "json", &path]);
+        let v: Value = serde_json::from_str(&stdout(&j)).unwrap();
+        assert_eq!(v["files"][0]["status"], "invalid");
+        let d = &v["files"][0]["diagnostics"][0];
+        assert!(d["line"].as_u64().unwrap() >= 1 && d["code"].as_str().unwrap().starts_with('S'), "{path}: {d}");
+    }
+}
+
+#[test]
+fn all_errors_of_a_file_are_reported_at_once() {
+    let (v, _) = json_of("tests/fixtures/errors/dangling.yaml");
+    assert_eq!(v["files"][0]["diagnostics"].as_array().unwrap().len(), 5);
+    let (v, _) = json_of("tests/fixtures/errors/wrong-type.yaml");
+    assert_eq!(v["files"][0]["diagnostics"].as_array().unwrap().len(), 6);
+}
+
+#[test]
+fn a_missing_file_is_exit_2_and_the_others_still_run() {
+    let o = blazes(&["check", "--format", "json", "specs/nope.yaml", "specs/wordcount-sealed.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["files"][0]["diagnostics"][0]["code"], "S015");
+    assert_eq!(v["files"][1]["status"], "ok");
+}
+
+#[test]
+fn reads_standard_input() {
+    let spec = std::fs::read(root().join("specs/wordcount.yaml")).unwrap();
+    let o = blazes_stdin(&["check", "-"], &spec);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("<stdin>"));
+}
+
+#[test]
+fn paper_aliases_are_accepted() {
+    let spec = b"components:\n  Count:\n    Rep: true\n    annotation:\n      - { from: words, to: counts, label: OW, subscript: [word] }\n";
+    let o = blazes_stdin(&["check", "--format", "json", "-"], spec);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    // An implicit Async source into a replicated OW: Taint on replicas is Diverge.
+    assert_eq!(v["files"][0]["sinks"][0]["name"], "Count.counts");
+    assert_eq!(v["files"][0]["sinks"][0]["label"], "Diverge");
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn bom_and_crlf_are_accepted() {
+    let text = std::fs::read_to_string(root().join("specs/wordcount-sealed.yaml")).unwrap();
+    let mut bytes = "\u{feff}".as_bytes().to_vec();
+    bytes.extend(text.replace('\n', "\r\n").as_bytes());
+    let o = blazes_stdin(&["check", "-"], &bytes);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+}
+
+#[test]
+fn explain_prints_every_code_and_rejects_unknown_ones() {
+    let list = blazes(&["explain"]);
+    assert_eq!(list.status.code(), Some(0));
+    for code in blazes::codes::ALL {
+        assert!(stdout(&list).contains(code.id));
+        let o = blazes(&["explain", code.id]);
+        assert_eq!(o.status.code(), Some(0));
+        assert!(stdout(&o).contains(code.explanation.split('\n').next().unwrap()));
+    }
+    let by_name = blazes(&["explain", "unordered-write"]);
+    assert!(stdout(&by_name).starts_with("C001"));
+    let bad = blazes(&["explain", "C01"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("did you mean"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(blazes(&["check"]).status.code(), Some(2));
+    assert_eq!(blazes(&["check", "--format", "xml", "specs/wordcount.yaml"]).status.code(), Some(2));
+    assert_eq!(blazes(&["--help"]).status.code(), Some(0));
+}

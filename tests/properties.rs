@@ -1,0 +1,190 @@
+//! Laws and properties: the lattice, the monotonicity of the rules, independence from the
+//! order of the file, and the worklist against a naive fixpoint on random graphs with cycles.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use blazes::analysis::{self, contribute, reconcile};
+use blazes::check::{self, Outcome};
+use blazes::graph::{Dataflow, Order};
+use blazes::label::{Annotation, Gate, KeySet, Keys, Label};
+use common::specgen;
+use proptest::prelude::*;
+
+const ATTRS: [&str; 3] = ["k1", "k2", "k3"];
+
+fn label_strategy() -> impl Strategy<Value = (u8, Vec<usize>)> {
+    (0u8..5, proptest::collection::btree_set(0..ATTRS.len(), 0..=3).prop_map(|s| s.into_iter().collect()))
+}
+
+fn make(keys: &mut Keys, (kind, attrs): &(u8, Vec<usize>)) -> Label {
+    match kind {
+        0 => Label::Seal(keys.set_of(attrs.iter().map(|&i| ATTRS[i]))),
+        1 => Label::Async,
+        2 => Label::Run,
+        3 => Label::Inst,
+        _ => Label::Diverge,
+    }
+}
+
+proptest! {
+    #[test]
+    fn join_is_associative_commutative_idempotent(a in label_strategy(), b in label_strategy(), c in label_strategy()) {
+        let mut k = Keys::new();
+        let (a, b, c) = (make(&mut k, &a), make(&mut k, &b), make(&mut k, &c));
+        let ab = a.join(b, &mut k);
+        let ba = b.join(a, &mut k);
+        prop_assert_eq!(ab, ba);
+        let ab_c = ab.join(c, &mut k);
+        let bc = b.join(c, &mut k);
+        let a_bc = a.join(bc, &mut k);
+        prop_assert_eq!(ab_c, a_bc);
+        prop_assert_eq!(a.join(a, &mut k), a);
+        // The join is an upper bound.
+        prop_assert!(a.le(ab, &k) && b.le(ab, &k));
+    }
+
+    #[test]
+    fn seal_join_is_key_union(x in label_strategy(), y in label_strategy()) {
+        let mut k = Keys::new();
+        let kx = k.set_of(x.1.iter().map(|&i| ATTRS[i]));
+        let ky = k.set_of(y.1.iter().map(|&i| ATTRS[i]));
+        let j = Label::Seal(kx).join(Label::Seal(ky), &mut k);
+        let union = k.union(kx, ky);
+        prop_assert_eq!(j, Label::Seal(union));
+        prop_assert_eq!(Label::Seal(kx).join(Label::Async, &mut k), Label::Async);
+    }
+}
+
+/// A one-component dataflow to evaluate rules on: component `C` with a path `in -> out` of the
+/// given annotation, plus a writing path `w -> out2` (CW) so that OR protection is exercised.
+fn one_component(annotation: &str, gate: &str, replicated: bool, order: &str) -> Dataflow {
+    let gate = if annotation.starts_with('O') { format!(", gate: {gate}") } else { String::new() };
+    let text = format!(
+        "components:\n  C:\n    replicated: {replicated}\n{order}    paths:\n      - {{ from: in, to: out, label: {annotation}{gate} }}\n      - {{ from: w, to: out2, label: CW }}\n"
+    );
+    let r = check::check_bytes("t.yaml", text.as_bytes(), &check::Options::default());
+    match r.outcome {
+        Outcome::Analysed(a) => a.dataflow,
+        Outcome::Invalid(d) => panic!("{text}\n{d:?}"),
+    }
+}
+
+proptest! {
+    /// Every rule, followed by reconciliation, is monotone in the input label and in the
+    /// label of the writing input that protects reads.
+    #[test]
+    fn rules_are_monotone(
+        a in label_strategy(), b in label_strategy(), w1 in label_strategy(), w2 in label_strategy(),
+        ann in 0usize..4, gate in prop_oneof![Just("\"*\""), Just("[k1]"), Just("[k1, k2]")],
+        replicated in any::<bool>(), order in prop_oneof![Just(""), Just("    order: global\n"), Just("    order: [k1]\n")],
+    ) {
+        let annotation = ["CR", "CW", "OR", "OW"][ann];
+        let mut df = one_component(annotation, gate, replicated, order);
+        let (x, y) = (make(&mut df.keys, &a), make(&mut df.keys, &b));
+        let lo = x;
+        let hi = x.join(y, &mut df.keys);
+        let (v1, v2) = (make(&mut df.keys, &w1), make(&mut df.keys, &w2));
+        let wlo = v1;
+        let whi = v1.join(v2, &mut df.keys);
+        let c = &df.components[0];
+        let p = &c.paths[0];
+        let w = c.paths[1].input;
+        let mut ifl = vec![None; df.ifaces.len()];
+        ifl[p.input.index()] = Some(lo);
+        ifl[w.index()] = Some(wlo);
+        let mut ifh = ifl.clone();
+        ifh[p.input.index()] = Some(hi);
+        ifh[w.index()] = Some(whi);
+        let out_lo = reconcile(c, contribute(&df, c, p, lo, &ifl));
+        let out_hi = reconcile(c, contribute(&df, c, p, hi, &ifh));
+        prop_assert!(out_lo.le(out_hi, &df.keys), "{annotation} {lo:?}->{out_lo:?} but {hi:?}->{out_hi:?}");
+    }
+}
+
+/// Labels keyed by names, so two files in different orders compare.
+fn summary(text: &str) -> Option<(BTreeMap<(String, String), String>, BTreeMap<String, String>, Vec<String>)> {
+    let r = check::check_bytes("t.yaml", text.as_bytes(), &check::Options::default());
+    let Outcome::Analysed(a) = r.outcome else { return None };
+    let df = &a.dataflow;
+    let show = |l: Option<Label>| l.map_or("Unreached".to_string(), |l| l.display(&df.keys));
+    let streams = df
+        .streams
+        .iter()
+        .enumerate()
+        .map(|(i, s)| ((s.from_text.clone(), s.to_text.clone()), show(a.analysis.labels.stream[i])))
+        .collect();
+    let sinks = a.analysis.sinks.iter().map(|v| (df.sinks[v.sink.index()].name.clone(), show(v.label))).collect();
+    let mut points: Vec<String> = a
+        .analysis
+        .points
+        .iter()
+        .map(|p| format!("{}:{}:{}", df.components[p.component.index()].name, p.path, p.kind.as_str()))
+        .collect();
+    points.sort();
+    Some((streams, sinks, points))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn result_does_not_depend_on_file_order(spec in specgen::spec(6), seed in any::<u64>()) {
+        let n = spec.components.len();
+        let m = spec.stream_lines().len();
+        let mut comps: Vec<usize> = (0..n).collect();
+        let mut streams: Vec<usize> = (0..m).collect();
+        // A seeded shuffle (Fisher-Yates with an LCG): proptest shrinks the seed.
+        let mut state = seed | 1;
+        let mut next = |bound: usize| { state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407); (state >> 33) as usize % bound };
+        for i in (1..n).rev() { let j = next(i + 1); comps.swap(i, j); }
+        for i in (1..m).rev() { let j = next(i + 1); streams.swap(i, j); }
+        let a = summary(&spec.yaml_in_order());
+        let b = summary(&spec.yaml(&comps, &streams));
+        prop_assert!(a.is_some(), "generated spec is valid:\n{}", spec.yaml_in_order());
+        prop_assert_eq!(a, b);
+    }
+
+    #[test]
+    fn worklist_matches_the_naive_fixpoint(spec in specgen::spec(8)) {
+        let text = spec.yaml_in_order();
+        let r = check::check_bytes("t.yaml", text.as_bytes(), &check::Options::default());
+        let Outcome::Analysed(a) = r.outcome else { panic!("invalid generated spec:\n{text}") };
+        let mut df = a.dataflow;
+        let fast = analysis::propagate(&mut df);
+        let (iface, stream) = analysis::propagate_naive(&mut df);
+        prop_assert_eq!(&fast.iface, &iface, "{}", text);
+        prop_assert_eq!(&fast.stream, &stream, "{}", text);
+    }
+}
+
+/// The differential test can fail: a worklist that forgets to re-queue consumers (simulated by
+/// cutting the feedback stream of a cycle) disagrees with the naive fixpoint.
+#[test]
+fn the_differential_check_detects_a_missed_update() {
+    let text = std::fs::read_to_string(common::root().join("specs/cycle-taint.yaml")).unwrap();
+    let r = check::check_bytes("t.yaml", text.as_bytes(), &check::Options::default());
+    let Outcome::Analysed(a) = r.outcome else { panic!() };
+    let mut df = a.dataflow;
+    let mut fast = analysis::propagate(&mut df);
+    let (iface, _) = analysis::propagate_naive(&mut df);
+    assert_eq!(fast.iface, iface);
+    // Pretend the feedback never arrived: the labels now differ, so the comparison bites.
+    let routed = df.ifaces.iter().position(|f| f.name == "routed" && f.direction == blazes::graph::Direction::Input).unwrap();
+    fast.iface[routed] = Some(Label::Async);
+    assert_ne!(fast.iface, iface);
+}
+
+/// Keyed order protects exactly the gates that contain its keys.
+#[test]
+fn keyed_order_covers_gates_that_contain_its_keys() {
+    let df = one_component("OW", "[k1, k2]", false, "    order: [k1]\n");
+    let c = &df.components[0];
+    assert_eq!(c.order.map(|o| matches!(o, Order::Keys(_))), Some(true));
+    let g12 = match c.paths[0].gate { Some(Gate::Keys(k)) => k, _ => unreachable!() };
+    assert!(c.ordered_for(Gate::Keys(g12), &df.keys));
+    assert!(!c.ordered_for(Gate::Star, &df.keys));
+    assert!(!c.ordered_for(Gate::Keys(KeySet::EMPTY), &df.keys) || df.keys.attrs(KeySet::EMPTY).is_empty());
+    assert_eq!(c.paths[0].annotation, Annotation::OW);
+}
