@@ -23,14 +23,24 @@ fn stream_label(v: &Value, from: &str, to: &str) -> String {
         Some(k) => format!(
             "{}({})",
             s["label"].as_str().unwrap(),
-            k.as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect::<Vec<_>>().join(", ")
+            k.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_str().unwrap())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         None => s["label"].as_str().unwrap().to_string(),
     }
 }
 
 fn sink_label(v: &Value, name: &str) -> String {
-    let s = v["files"][0]["sinks"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap();
+    let s = v["files"][0]["sinks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap();
     s["label"].as_str().unwrap().to_string()
 }
 
@@ -39,7 +49,12 @@ fn points(v: &Value) -> Vec<(String, String)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p["component"].as_str().unwrap().to_string(), p["kind"].as_str().unwrap().to_string()))
+        .map(|p| {
+            (
+                p["component"].as_str().unwrap().to_string(),
+                p["kind"].as_str().unwrap().to_string(),
+            )
+        })
         .collect()
 }
 
@@ -52,7 +67,12 @@ fn barriers(v: &Value) -> Vec<(String, String, Vec<String>)> {
             (
                 b["component"].as_str().unwrap().to_string(),
                 b["input"].as_str().unwrap().to_string(),
-                b["key"].as_array().unwrap().iter().map(|k| k.as_str().unwrap().to_string()).collect(),
+                b["key"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|k| k.as_str().unwrap().to_string())
+                    .collect(),
             )
         })
         .collect()
@@ -66,7 +86,10 @@ fn wordcount_unsealed_taints_count() {
     assert_eq!(stream_label(&v, "Count.counts", "Commit.counts"), "Run");
     assert_eq!(sink_label(&v, "db"), "Run");
     assert_eq!(points(&v), vec![("Count".to_string(), "taint".to_string())]);
-    assert_eq!(v["files"][0]["points_of_order"][0]["gate"], serde_json::json!(["batch", "word"]));
+    assert_eq!(
+        v["files"][0]["points_of_order"][0]["gate"],
+        serde_json::json!(["batch", "word"])
+    );
     assert!(barriers(&v).is_empty());
 }
 
@@ -74,12 +97,21 @@ fn wordcount_unsealed_taints_count() {
 fn wordcount_sealed_is_async_with_a_barrier() {
     let (v, code) = json_of("specs/wordcount-sealed.yaml");
     assert_eq!(code, 0);
-    assert_eq!(stream_label(&v, "Splitter.words", "Count.words"), "Seal(batch)");
+    assert_eq!(
+        stream_label(&v, "Splitter.words", "Count.words"),
+        "Seal(batch)"
+    );
     assert_eq!(stream_label(&v, "Count.counts", "Commit.counts"), "Async");
     assert_eq!(sink_label(&v, "db"), "Async");
     assert!(points(&v).is_empty());
-    assert_eq!(barriers(&v), vec![("Count".into(), "words".into(), vec!["batch".into()])]);
-    assert_eq!(v["files"][0]["seal_barriers"][0]["producers"], serde_json::json!(["tweets"]));
+    assert_eq!(
+        barriers(&v),
+        vec![("Count".into(), "words".into(), vec!["batch".into()])]
+    );
+    assert_eq!(
+        v["files"][0]["seal_barriers"][0]["producers"],
+        serde_json::json!(["tweets"])
+    );
 }
 
 #[test]
@@ -95,11 +127,17 @@ fn ad_thresh_needs_no_coordination() {
 fn ad_poor_is_inst_at_report_and_run_after_the_cache() {
     let (v, code) = json_of("specs/ad-poor.yaml");
     assert_eq!(code, 1);
-    assert_eq!(stream_label(&v, "Report.response", "Cache.response"), "Inst");
+    assert_eq!(
+        stream_label(&v, "Report.response", "Cache.response"),
+        "Inst"
+    );
     assert_eq!(sink_label(&v, "answers"), "Run");
     assert_eq!(
         points(&v),
-        vec![("Report".to_string(), "ndread".to_string()), ("Cache".to_string(), "taint".to_string())]
+        vec![
+            ("Report".to_string(), "ndread".to_string()),
+            ("Cache".to_string(), "taint".to_string())
+        ]
     );
 }
 
@@ -116,7 +154,10 @@ fn ad_campaign_is_protected_by_a_campaign_barrier() {
     assert_eq!(code, 0);
     assert_eq!(sink_label(&v, "answers"), "Async");
     assert!(points(&v).is_empty());
-    assert_eq!(barriers(&v), vec![("Report".into(), "click".into(), vec!["campaign".into()])]);
+    assert_eq!(
+        barriers(&v),
+        vec![("Report".into(), "click".into(), vec!["campaign".into()])]
+    );
 }
 
 #[test]
@@ -124,16 +165,25 @@ fn ad_window_is_async() {
     let (v, code) = json_of("specs/ad-window.yaml");
     assert_eq!(code, 0);
     assert_eq!(sink_label(&v, "answers"), "Async");
-    assert_eq!(barriers(&v), vec![("Report".into(), "click".into(), vec!["window".into()])]);
+    assert_eq!(
+        barriers(&v),
+        vec![("Report".into(), "click".into(), vec!["window".into()])]
+    );
 }
 
 #[test]
 fn a_seal_travels_around_a_confluent_cycle() {
     let (v, code) = json_of("specs/cycle.yaml");
     assert_eq!(code, 0);
-    assert_eq!(stream_label(&v, "Relay.back", "Merge.feedback"), "Seal(epoch)");
+    assert_eq!(
+        stream_label(&v, "Relay.back", "Merge.feedback"),
+        "Seal(epoch)"
+    );
     assert_eq!(sink_label(&v, "index"), "Async");
-    assert_eq!(barriers(&v), vec![("Rank".into(), "merged".into(), vec!["epoch".into()])]);
+    assert_eq!(
+        barriers(&v),
+        vec![("Rank".into(), "merged".into(), vec!["epoch".into()])]
+    );
 }
 
 #[test]
@@ -144,30 +194,75 @@ fn taint_circulates_and_unreached_streams_are_reported() {
     assert_eq!(stream_label(&v, "Router.routed", "Balance.routed"), "Run");
     assert_eq!(stream_label(&v, "Orphan.out", "Echo.in"), "Unreached");
     assert_eq!(sink_label(&v, "ledger"), "Run");
-    let codes: Vec<&str> =
-        v["files"][0]["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap()).collect();
-    assert_eq!(codes.iter().filter(|c| **c == "C007").count(), 2, "{codes:?}");
+    let codes: Vec<&str> = v["files"][0]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        codes.iter().filter(|c| **c == "C007").count(),
+        2,
+        "{codes:?}"
+    );
 }
 
 #[test]
 fn an_ordered_replicated_stage_agrees_and_tolerance_downgrades_findings() {
     let (v, code) = json_of("specs/replicated-stage.yaml");
     assert_eq!(code, 0);
-    assert_eq!(stream_label(&v, "Ledger.balances", "Audit.balances"), "Async");
+    assert_eq!(
+        stream_label(&v, "Ledger.balances", "Audit.balances"),
+        "Async"
+    );
     assert_eq!(sink_label(&v, "report"), "Run");
     // Report's OW(*) is still a point of order, but the sink tolerates Run: a warning.
-    assert_eq!(points(&v), vec![("Report".to_string(), "taint".to_string())]);
+    assert_eq!(
+        points(&v),
+        vec![("Report".to_string(), "taint".to_string())]
+    );
     let d = &v["files"][0]["diagnostics"].as_array().unwrap();
-    assert!(d.iter().any(|d| d["code"] == "C001" && d["severity"] == "warning"));
+    assert!(
+        d.iter()
+            .any(|d| d["code"] == "C001" && d["severity"] == "warning")
+    );
 }
 
 #[test]
 fn fail_on_sets_the_threshold_but_tolerate_wins() {
     // POOR ends in Run: failing by default, not with --fail-on inst.
-    assert_eq!(blazes(&["check", "specs/ad-poor.yaml"]).status.code(), Some(1));
-    assert_eq!(blazes(&["check", "--fail-on", "inst", "specs/ad-poor.yaml"]).status.code(), Some(0));
-    assert_eq!(blazes(&["check", "--fail-on", "never", "specs/ad-poor-replicated-cache.yaml"]).status.code(), Some(0));
-    assert_eq!(blazes(&["check", "--fail-on", "diverge", "specs/ad-poor-replicated-cache.yaml"]).status.code(), Some(1));
+    assert_eq!(
+        blazes(&["check", "specs/ad-poor.yaml"]).status.code(),
+        Some(1)
+    );
+    assert_eq!(
+        blazes(&["check", "--fail-on", "inst", "specs/ad-poor.yaml"])
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(
+        blazes(&[
+            "check",
+            "--fail-on",
+            "never",
+            "specs/ad-poor-replicated-cache.yaml"
+        ])
+        .status
+        .code(),
+        Some(0)
+    );
+    assert_eq!(
+        blazes(&[
+            "check",
+            "--fail-on",
+            "diverge",
+            "specs/ad-poor-replicated-cache.yaml"
+        ])
+        .status
+        .code(),
+        Some(1)
+    );
 }
 
 #[test]
@@ -192,7 +287,13 @@ fn json_output_of_every_spec() {
 
 #[test]
 fn output_is_deterministic() {
-    let args = ["check", "--format", "json", "specs/ad-poor.yaml", "specs/cycle-taint.yaml"];
+    let args = [
+        "check",
+        "--format",
+        "json",
+        "specs/ad-poor.yaml",
+        "specs/cycle-taint.yaml",
+    ];
     let a = blazes(&args);
     let b = blazes(&args);
     assert_eq!(a.stdout, b.stdout);
@@ -203,11 +304,21 @@ fn output_is_deterministic() {
 
 #[test]
 fn several_files_give_one_document_and_the_worst_exit_code() {
-    let o = blazes(&["check", "--format", "json", "specs/wordcount-sealed.yaml", "specs/wordcount.yaml"]);
+    let o = blazes(&[
+        "check",
+        "--format",
+        "json",
+        "specs/wordcount-sealed.yaml",
+        "specs/wordcount.yaml",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["files"].as_array().unwrap().len(), 2);
-    let o = blazes(&["check", "specs/wordcount.yaml", "tests/fixtures/errors/empty.yaml"]);
+    let o = blazes(&[
+        "check",
+        "specs/wordcount.yaml",
+        "tests/fixtures/errors/empty.yaml",
+    ]);
     assert_eq!(o.status.code(), Some(2));
 }
 
@@ -220,13 +331,19 @@ fn every_bad_input_exits_2_with_a_located_message() {
         assert_eq!(o.status.code(), Some(2), "{path} must be rejected");
         assert_clean_failure(&o);
         let out = stdout(&o);
-        assert!(out.contains(&format!("[{path}:")), "{path}: message is located:\n{out}");
+        assert!(
+            out.contains(&format!("[{path}:")),
+            "{path}: message is located:\n{out}"
+        );
         insta::assert_snapshot!(format!("error-{}", stem(&path)), out);
         let j = blazes(&["check", "--format", "json", &path]);
         let v: Value = serde_json::from_str(&stdout(&j)).unwrap();
         assert_eq!(v["files"][0]["status"], "invalid");
         let d = &v["files"][0]["diagnostics"][0];
-        assert!(d["line"].as_u64().unwrap() >= 1 && d["code"].as_str().unwrap().starts_with('S'), "{path}: {d}");
+        assert!(
+            d["line"].as_u64().unwrap() >= 1 && d["code"].as_str().unwrap().starts_with('S'),
+            "{path}: {d}"
+        );
     }
 }
 
@@ -240,7 +357,13 @@ fn all_errors_of_a_file_are_reported_at_once() {
 
 #[test]
 fn a_missing_file_is_exit_2_and_the_others_still_run() {
-    let o = blazes(&["check", "--format", "json", "specs/nope.yaml", "specs/wordcount-sealed.yaml"]);
+    let o = blazes(&[
+        "check",
+        "--format",
+        "json",
+        "specs/nope.yaml",
+        "specs/wordcount-sealed.yaml",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["files"][0]["diagnostics"][0]["code"], "S015");
@@ -295,6 +418,11 @@ fn explain_prints_every_code_and_rejects_unknown_ones() {
 #[test]
 fn usage_errors_exit_2() {
     assert_eq!(blazes(&["check"]).status.code(), Some(2));
-    assert_eq!(blazes(&["check", "--format", "xml", "specs/wordcount.yaml"]).status.code(), Some(2));
+    assert_eq!(
+        blazes(&["check", "--format", "xml", "specs/wordcount.yaml"])
+            .status
+            .code(),
+        Some(2)
+    );
     assert_eq!(blazes(&["--help"]).status.code(), Some(0));
 }

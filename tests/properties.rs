@@ -15,7 +15,11 @@ use proptest::prelude::*;
 const ATTRS: [&str; 3] = ["k1", "k2", "k3"];
 
 fn label_strategy() -> impl Strategy<Value = (u8, Vec<usize>)> {
-    (0u8..5, proptest::collection::btree_set(0..ATTRS.len(), 0..=3).prop_map(|s| s.into_iter().collect()))
+    (
+        0u8..5,
+        proptest::collection::btree_set(0..ATTRS.len(), 0..=3)
+            .prop_map(|s| s.into_iter().collect()),
+    )
 }
 
 fn make(keys: &mut Keys, (kind, attrs): &(u8, Vec<usize>)) -> Label {
@@ -60,7 +64,11 @@ proptest! {
 /// A one-component dataflow to evaluate rules on: component `C` with a path `in -> out` of the
 /// given annotation, plus a writing path `w -> out2` (CW) so that OR protection is exercised.
 fn one_component(annotation: &str, gate: &str, replicated: bool, order: &str) -> Dataflow {
-    let gate = if annotation.starts_with('O') { format!(", gate: {gate}") } else { String::new() };
+    let gate = if annotation.starts_with('O') {
+        format!(", gate: {gate}")
+    } else {
+        String::new()
+    };
     let text = format!(
         "components:\n  C:\n    replicated: {replicated}\n{order}    paths:\n      - {{ from: in, to: out, label: {annotation}{gate} }}\n      - {{ from: w, to: out2, label: CW }}\n"
     );
@@ -103,24 +111,50 @@ proptest! {
     }
 }
 
+/// Interface labels, sink labels and points of order, keyed by names.
+type Summary = (
+    BTreeMap<(String, String), String>,
+    BTreeMap<String, String>,
+    Vec<String>,
+);
+
 /// Labels keyed by names, so two files in different orders compare.
-fn summary(text: &str) -> Option<(BTreeMap<(String, String), String>, BTreeMap<String, String>, Vec<String>)> {
+fn summary(text: &str) -> Option<Summary> {
     let r = check::check_bytes("t.yaml", text.as_bytes(), &check::Options::default());
-    let Outcome::Analysed(a) = r.outcome else { return None };
+    let Outcome::Analysed(a) = r.outcome else {
+        return None;
+    };
     let df = &a.dataflow;
     let show = |l: Option<Label>| l.map_or("Unreached".to_string(), |l| l.display(&df.keys));
     let streams = df
         .streams
         .iter()
         .enumerate()
-        .map(|(i, s)| ((s.from_text.clone(), s.to_text.clone()), show(a.analysis.labels.stream[i])))
+        .map(|(i, s)| {
+            (
+                (s.from_text.clone(), s.to_text.clone()),
+                show(a.analysis.labels.stream[i]),
+            )
+        })
         .collect();
-    let sinks = a.analysis.sinks.iter().map(|v| (df.sinks[v.sink.index()].name.clone(), show(v.label))).collect();
+    let sinks = a
+        .analysis
+        .sinks
+        .iter()
+        .map(|v| (df.sinks[v.sink.index()].name.clone(), show(v.label)))
+        .collect();
     let mut points: Vec<String> = a
         .analysis
         .points
         .iter()
-        .map(|p| format!("{}:{}:{}", df.components[p.component.index()].name, p.path, p.kind.as_str()))
+        .map(|p| {
+            format!(
+                "{}:{}:{}",
+                df.components[p.component.index()].name,
+                p.path,
+                p.kind.as_str()
+            )
+        })
         .collect();
     points.sort();
     Some((streams, sinks, points))
@@ -165,13 +199,19 @@ proptest! {
 fn the_differential_check_detects_a_missed_update() {
     let text = std::fs::read_to_string(common::root().join("specs/cycle-taint.yaml")).unwrap();
     let r = check::check_bytes("t.yaml", text.as_bytes(), &check::Options::default());
-    let Outcome::Analysed(a) = r.outcome else { panic!() };
+    let Outcome::Analysed(a) = r.outcome else {
+        panic!()
+    };
     let mut df = a.dataflow;
     let mut fast = analysis::propagate(&mut df);
     let (iface, _) = analysis::propagate_naive(&mut df);
     assert_eq!(fast.iface, iface);
     // Pretend the feedback never arrived: the labels now differ, so the comparison bites.
-    let routed = df.ifaces.iter().position(|f| f.name == "routed" && f.direction == blazes::graph::Direction::Input).unwrap();
+    let routed = df
+        .ifaces
+        .iter()
+        .position(|f| f.name == "routed" && f.direction == blazes::graph::Direction::Input)
+        .unwrap();
     fast.iface[routed] = Some(Label::Async);
     assert_ne!(fast.iface, iface);
 }
@@ -182,9 +222,15 @@ fn keyed_order_covers_gates_that_contain_its_keys() {
     let df = one_component("OW", "[k1, k2]", false, "    order: [k1]\n");
     let c = &df.components[0];
     assert_eq!(c.order.map(|o| matches!(o, Order::Keys(_))), Some(true));
-    let g12 = match c.paths[0].gate { Some(Gate::Keys(k)) => k, _ => unreachable!() };
+    let g12 = match c.paths[0].gate {
+        Some(Gate::Keys(k)) => k,
+        _ => unreachable!(),
+    };
     assert!(c.ordered_for(Gate::Keys(g12), &df.keys));
     assert!(!c.ordered_for(Gate::Star, &df.keys));
-    assert!(!c.ordered_for(Gate::Keys(KeySet::EMPTY), &df.keys) || df.keys.attrs(KeySet::EMPTY).is_empty());
+    assert!(
+        !c.ordered_for(Gate::Keys(KeySet::EMPTY), &df.keys)
+            || df.keys.attrs(KeySet::EMPTY).is_empty()
+    );
     assert_eq!(c.paths[0].annotation, Annotation::OW);
 }

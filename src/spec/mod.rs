@@ -173,7 +173,10 @@ pub fn parse(text: &str, limits: &Limits) -> (Option<Spec>, Vec<Diagnostic>) {
     if bom > 0 {
         shift_node(&mut root, bom);
     }
-    let mut v = Validator { text, diags: Vec::new() };
+    let mut v = Validator {
+        text,
+        diags: Vec::new(),
+    };
     let spec = v.spec(&root);
     (Some(spec), v.diags)
 }
@@ -205,13 +208,15 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     for (i, row) in d.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        d[0][j] = j;
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            d[i][j] = (d[i - 1][j - 1] + cost).min(d[i - 1][j] + 1).min(d[i][j - 1] + 1);
+            d[i][j] = (d[i - 1][j - 1] + cost)
+                .min(d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                 d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
             }
@@ -272,7 +277,10 @@ impl Validator<'_> {
     fn wrong_type(&mut self, node: &Node, expected: &str, what: &str) {
         let mut d = Diagnostic::new(
             &codes::WRONG_TYPE,
-            format!("{what} must be {expected}, but it is {}", self.describe(node)),
+            format!(
+                "{what} must be {expected}, but it is {}",
+                self.describe(node)
+            ),
         )
         .at(node.span, format!("expected {expected}"));
         if matches!(node.value, Value::Bool(_) | Value::Int(_) | Value::Float(_))
@@ -285,7 +293,10 @@ impl Validator<'_> {
 
     /// What a node is, quoting the scalar as written (`yes`, not `true`).
     fn describe(&self, node: &Node) -> String {
-        let written = self.text.get(node.span.offset..node.span.end()).filter(|w| !w.is_empty() && !w.contains('\n'));
+        let written = self
+            .text
+            .get(node.span.offset..node.span.end())
+            .filter(|w| !w.is_empty() && !w.contains('\n'));
         match (&node.value, written) {
             (Value::Bool(_), Some(w)) => format!("the boolean `{w}`"),
             (Value::Int(_) | Value::Float(_), Some(w)) => format!("the number `{w}`"),

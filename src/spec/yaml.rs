@@ -276,15 +276,24 @@ fn convert_error(
     // `Error::Budget`; they are still limits, not syntax errors.
     if raw.contains("budget breached") {
         let (what, flag, value) = if raw.contains("Anchor") || raw.contains("Alias") {
-            ("number of alias expansions", "--max-aliases", limits.max_aliases)
+            (
+                "number of alias expansions",
+                "--max-aliases",
+                limits.max_aliases,
+            )
         } else if raw.contains("Depth") {
             ("nesting depth", "--max-depth", limits.max_depth)
         } else {
             ("number of YAML nodes", "--max-nodes", limits.max_nodes)
         };
-        return Diagnostic::new(&codes::LIMIT, format!("the spec exceeds the {what} limit of {value}"))
-            .at(span, "limit reached here")
-            .help(format!("raise the limit with {flag} N if this spec is trusted"));
+        return Diagnostic::new(
+            &codes::LIMIT,
+            format!("the spec exceeds the {what} limit of {value}"),
+        )
+        .at(span, "limit reached here")
+        .help(format!(
+            "raise the limit with {flag} N if this spec is trusted"
+        ));
     }
     let msg = raw.rfind(" at line ").map_or(raw.as_str(), |i| &raw[..i]);
     let msg = msg.trim_start_matches("error: ").trim_end_matches('.');

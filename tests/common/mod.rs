@@ -59,13 +59,23 @@ pub fn yaml_files(dir: &str) -> Vec<String> {
 }
 
 pub fn stem(path: &str) -> String {
-    Path::new(path).file_stem().unwrap().to_string_lossy().into_owned()
+    Path::new(path)
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// No panic text or Rust Debug output reached the user.
 pub fn assert_clean_failure(o: &Output) {
     let all = format!("{}{}", stdout(o), stderr(o));
-    for bad in ["panicked", "RUST_BACKTRACE", "Some(", "Spanned {", "Location {"] {
+    for bad in [
+        "panicked",
+        "RUST_BACKTRACE",
+        "Some(",
+        "Spanned {",
+        "Location {",
+    ] {
         assert!(!all.contains(bad), "output contains `{bad}`:\n{all}");
     }
 }

@@ -42,8 +42,18 @@ fn nonempty_keys() -> impl Strategy<Value = Vec<usize>> {
 }
 
 fn path() -> impl Strategy<Value = GenPath> {
-    (0..INPUTS.len(), 0..OUTPUTS.len(), 0..LABELS.len(), proptest::option::weighted(0.8, nonempty_keys()))
-        .prop_map(|(from, to, label, gate)| GenPath { from, to, label, gate })
+    (
+        0..INPUTS.len(),
+        0..OUTPUTS.len(),
+        0..LABELS.len(),
+        proptest::option::weighted(0.8, nonempty_keys()),
+    )
+        .prop_map(|(from, to, label, gate)| GenPath {
+            from,
+            to,
+            label,
+            gate,
+        })
 }
 
 fn component() -> impl Strategy<Value = GenComponent> {
@@ -52,7 +62,11 @@ fn component() -> impl Strategy<Value = GenComponent> {
         any::<bool>(),
         proptest::option::weighted(0.2, proptest::option::of(nonempty_keys())),
     )
-        .prop_map(|(paths, replicated, order)| GenComponent { paths, replicated, order })
+        .prop_map(|(paths, replicated, order)| GenComponent {
+            paths,
+            replicated,
+            order,
+        })
 }
 
 pub fn spec(max_components: usize) -> impl Strategy<Value = GenSpec> {
@@ -64,12 +78,20 @@ pub fn spec(max_components: usize) -> impl Strategy<Value = GenSpec> {
             let producers = sources.len() + components.len() * OUTPUTS.len();
             let consumers = components.len() * INPUTS.len() + 1;
             let streams = proptest::collection::vec(
-                (0..producers, 0..consumers, proptest::option::weighted(0.15, keys())),
+                (
+                    0..producers,
+                    0..consumers,
+                    proptest::option::weighted(0.15, keys()),
+                ),
                 1..=components.len() * 3,
             );
             (Just(sources), Just(components), streams)
         })
-        .prop_map(|(sources, components, streams)| GenSpec { sources, components, streams })
+        .prop_map(|(sources, components, streams)| GenSpec {
+            sources,
+            components,
+            streams,
+        })
 }
 
 impl GenSpec {
@@ -94,7 +116,9 @@ impl GenSpec {
         }
         let q = p - self.sources.len();
         let (c, o) = (q / OUTPUTS.len(), q % OUTPUTS.len());
-        self.outputs_of(c).contains(&o).then(|| format!("C{c}.{}", OUTPUTS[o]))
+        self.outputs_of(c)
+            .contains(&o)
+            .then(|| format!("C{c}.{}", OUTPUTS[o]))
     }
 
     fn consumer(&self, k: usize) -> Option<String> {
@@ -102,14 +126,18 @@ impl GenSpec {
             return Some("out".to_string());
         }
         let (c, i) = (k / INPUTS.len(), k % INPUTS.len());
-        self.inputs_of(c).contains(&i).then(|| format!("C{c}.{}", INPUTS[i]))
+        self.inputs_of(c)
+            .contains(&i)
+            .then(|| format!("C{c}.{}", INPUTS[i]))
     }
 
     /// The valid streams, one per (from, to) pair (the first declared wins).
     pub fn stream_lines(&self) -> Vec<String> {
         let mut seen = std::collections::BTreeMap::new();
         for (p, k, seal) in &self.streams {
-            let (Some(from), Some(to)) = (self.producer(*p), self.consumer(*k)) else { continue };
+            let (Some(from), Some(to)) = (self.producer(*p), self.consumer(*k)) else {
+                continue;
+            };
             seen.entry((from, to)).or_insert_with(|| seal.clone());
         }
         seen.into_iter()
