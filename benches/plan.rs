@@ -27,7 +27,10 @@ fn ring(n: usize) -> String {
     s.push_str("streams:\n");
     for j in 0..n {
         s.push_str(&format!("  - {{ from: s{j}, to: R{j}.click }}\n"));
-        s.push_str(&format!("  - {{ from: s{}, to: R{j}.click }}\n", (j + 1) % n));
+        s.push_str(&format!(
+            "  - {{ from: s{}, to: R{j}.click }}\n",
+            (j + 1) % n
+        ));
         s.push_str(&format!("  - {{ from: clients, to: R{j}.request }}\n"));
     }
     s
