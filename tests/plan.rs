@@ -696,3 +696,62 @@ proptest! {
         }
     }
 }
+
+/// A ring of replicated readers, each written by two sealable sources (as in the benchmark):
+/// 3n candidates.
+fn ring(n: usize) -> String {
+    let mut s = String::from("name: ring\nsources:\n  clients: {}\n");
+    for j in 0..n {
+        s.push_str(&format!("  s{j}: {{ sealable: [[id], [day]] }}\n"));
+    }
+    s.push_str("components:\n");
+    for j in 0..n {
+        s.push_str(&format!(
+            "  R{j}:\n    replicated: true\n    paths:\n      - {{ from: click, to: response, label: CW }}\n      - {{ from: request, to: response, label: OR, gate: [id, campaign] }}\n"
+        ));
+    }
+    s.push_str("streams:\n");
+    for j in 0..n {
+        s.push_str(&format!("  - {{ from: s{j}, to: R{j}.click }}\n"));
+        s.push_str(&format!(
+            "  - {{ from: s{}, to: R{j}.click }}\n",
+            (j + 1) % n
+        ));
+        s.push_str(&format!("  - {{ from: clients, to: R{j}.request }}\n"));
+    }
+    s
+}
+
+#[test]
+fn large_specs_use_the_greedy_search_and_say_so() {
+    // Small ring: exact, and the optimum seals every source (a seal alone fixes nothing).
+    let df = dataflow(&ring(3)).unwrap();
+    let p = plan::plan(&df, &plan::Options::default());
+    assert_eq!(p.search.mode, plan::SearchMode::Exact);
+    assert!(p.mechanisms.iter().all(|m| m.kind == Kind::AddSeal));
+    assert_eq!(p.mechanisms.len(), 3);
+    check_plan(&df, &plan::Options::default(), 9);
+
+    // Past the exact limit: greedy, still verified and irredundant.
+    let df = dataflow(&ring(10)).unwrap();
+    let p = plan::plan(&df, &plan::Options::default());
+    assert_eq!(p.search.candidates, 30);
+    assert_eq!(p.search.mode, plan::SearchMode::Greedy);
+    check_plan(&df, &plan::Options::default(), 0);
+    let human = blazes::report::plan_human::render("ring.yaml", &p);
+    assert!(
+        human.contains("greedy (more than 24 candidates)"),
+        "{human}"
+    );
+
+    // A tiny evaluation budget stops the exact search; the greedy plan is kept and labelled.
+    let df = dataflow(&ring(4)).unwrap();
+    let tight = plan::Options {
+        evaluation_budget: 5,
+        ..Default::default()
+    };
+    let p = plan::plan(&df, &tight);
+    assert_eq!(p.search.mode, plan::SearchMode::GreedyBudget);
+    assert_eq!(p.status, Status::Repaired);
+    check_plan(&df, &tight, 0);
+}
