@@ -9,7 +9,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use petgraph::Direction as PgDirection;
 use petgraph::visit::Bfs;
 use petgraph::visit::Reversed;
 
@@ -669,7 +668,7 @@ fn with_chain(mut d: Diagnostic, df: &Dataflow, labels: &Labels, chain: &[Stream
 }
 
 /// The cheapest fix for one point of order, as a one-line help.
-fn fix_hint(df: &Dataflow, labels: &Labels, point: &PointOfOrder) -> String {
+fn fix_hint(df: &Dataflow, point: &PointOfOrder) -> String {
     let c = &df.components[point.component.index()];
     let p = &c.paths[point.path];
     if point.input_label == Label::Inst && p.annotation.is_confluent() {
@@ -690,7 +689,6 @@ fn fix_hint(df: &Dataflow, labels: &Labels, point: &PointOfOrder) -> String {
                 );
             }
         }
-        let _ = labels;
         return format!(
             "order {}'s inputs per ({}): `order: [{}]`, or seal the input on a key within the gate",
             c.name,
@@ -792,8 +790,12 @@ fn findings(
         let d = Diagnostic::new(code, message)
             .severity(severity)
             .at(p.label_span, primary)
-            .help(fix_hint(df, labels, point));
+            .help(fix_hint(df, point));
         out.push(with_chain(d, df, labels, &point.chain));
+    }
+    let mut has_point = vec![false; df.components.len()];
+    for p in points {
+        has_point[p.component.index()] = true;
     }
     for v in sinks.iter().filter(|v| v.failing) {
         let sink = &df.sinks[v.sink.index()];
@@ -840,15 +842,17 @@ fn findings(
         } else {
             "sink"
         };
-        let culprit = points
-            .iter()
-            .find(|p| {
-                upstream_of(df, &chain, p.component)
-                    || sink
-                        .implicit
-                        .is_some_and(|o| df.ifaces[o.index()].component == p.component)
-            })
-            .map(|p| df.components[p.component.index()].name.clone());
+        // The most upstream component on the chain that has a point of order (a lookup per
+        // chain step, not a scan of all points: big specs have thousands of both).
+        let producers = chain.iter().filter_map(|s| match df.streams[s.index()].from {
+            Producer::Output(o) => Some(df.ifaces[o.index()].component),
+            Producer::Source(_) => None,
+        });
+        let own = sink.implicit.map(|o| df.ifaces[o.index()].component);
+        let culprit = producers
+            .chain(own)
+            .find(|c| has_point[c.index()])
+            .map(|c| df.components[c.index()].name.clone());
         let help = match culprit {
             Some(c) => format!(
                 "the point of order at {c} causes this; fix it (see `blazes plan`), or declare `tolerate: {}` on the sink if this is acceptable",
@@ -870,13 +874,6 @@ fn findings(
         .help(help);
         out.push(with_chain(d, df, labels, &chain));
     }
-}
-
-fn upstream_of(df: &Dataflow, chain: &[StreamId], c: CompId) -> bool {
-    chain.iter().any(|s| match df.streams[s.index()].from {
-        Producer::Output(o) => df.ifaces[o.index()].component == c,
-        Producer::Source(_) => false,
-    })
 }
 
 fn warnings(df: &Dataflow, labels: &Labels, out: &mut Vec<Diagnostic>) {
@@ -960,6 +957,3 @@ fn warnings(df: &Dataflow, labels: &Labels, out: &mut Vec<Diagnostic>) {
         }
     }
 }
-
-/// The direction petgraph calls incoming, re-exported for callers walking the topology.
-pub const UPSTREAM: PgDirection = PgDirection::Incoming;

@@ -45,6 +45,27 @@ pub enum Command {
     /// repairs it, 2 when the spec is invalid, the usage is wrong or the output cannot be
     /// written. `blazes explain plan` describes the cost model and the search.
     Plan(PlanArgs),
+    /// Write a random, valid spec of a given size (for benchmarks and stress tests).
+    Gen(GenArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct GenArgs {
+    /// Number of components.
+    #[arg(long, default_value_t = 1000)]
+    pub components: usize,
+    /// Seed: the same seed gives the same spec.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Share of components that take a back edge, closing a cycle (0 to 1).
+    #[arg(long, default_value_t = 0.02)]
+    pub cycles: f64,
+    /// Share of replicated components (0 to 1).
+    #[arg(long, default_value_t = 0.1)]
+    pub replicated: f64,
+    /// Write to this file instead of standard output (atomically).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -253,6 +274,59 @@ fn run_explain(code: Option<&str>) -> i32 {
     }
 }
 
+/// Writes `contents` to `path` atomically: a temporary file in the same directory, then a
+/// rename, so a failed write never leaves a half-written file where a good one was.
+pub fn write_atomically(path: &std::path::Path, contents: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(".{name}.blazes-tmp-{}", std::process::id()));
+    let result = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(contents).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn run_gen(args: &GenArgs) -> i32 {
+    for (name, v) in [("--cycles", args.cycles), ("--replicated", args.replicated)] {
+        if !(0.0..=1.0).contains(&v) {
+            eprintln!("error: {name} must be between 0 and 1, got {v}");
+            return EXIT_INVALID;
+        }
+    }
+    if args.components == 0 {
+        eprintln!("error: --components must be at least 1");
+        return EXIT_INVALID;
+    }
+    let text = crate::generator::generate(&crate::generator::GenOptions {
+        components: args.components,
+        seed: args.seed,
+        cycle_share: args.cycles,
+        replicated_share: args.replicated,
+        ..Default::default()
+    });
+    match &args.output {
+        None => {
+            write_out(&text);
+            EXIT_CLEAN
+        }
+        Some(path) => match write_atomically(path, text.as_bytes()) {
+            Ok(()) => EXIT_CLEAN,
+            Err(e) => {
+                eprintln!("error: cannot write `{}`: {e}", path.display());
+                EXIT_INVALID
+            }
+        },
+    }
+}
+
 /// Parses the arguments and runs; returns the exit status.
 pub fn run() -> i32 {
     let cli = match Cli::try_parse() {
@@ -271,6 +345,7 @@ pub fn run() -> i32 {
         Command::Check(args) => run_check(args),
         Command::Explain { code } => run_explain(code.as_deref()),
         Command::Plan(args) => run_plan(args),
+        Command::Gen(args) => run_gen(args),
     }
 }
 
@@ -349,38 +424,6 @@ fn io_reason(e: &std::io::Error) -> String {
     }
 }
 
-/// Writes `text` to `path` through a temporary file in the same directory and a rename, so
-/// a reader never sees a half-written spec and a failed write leaves the old file intact.
-pub fn write_atomic(path: &std::path::Path, text: &str) -> Result<(), String> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| format!("`{}` is not a file path", path.display()))?;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.blazes-{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        drop(f);
-        // Keep the mode of a file being replaced (an in-place edit must not change it).
-        if let Ok(meta) = std::fs::metadata(path) {
-            std::fs::set_permissions(&tmp, meta.permissions())?;
-        }
-        std::fs::rename(&tmp, path)
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot write `{}`: {}", path.display(), io_reason(&e))
-    })
-}
-
 fn run_plan(args: &PlanArgs) -> i32 {
     let stdin = args.spec.as_os_str() == "-";
     let out = match (&args.apply, args.in_place) {
@@ -455,7 +498,10 @@ fn run_plan(args: &PlanArgs) -> i32 {
             &limits,
             options.fail_on,
         );
-        let written = edited.and_then(|t| write_atomic(&o, &t));
+        let written = edited.and_then(|t| {
+            write_atomically(&o, t.as_bytes())
+                .map_err(|e| format!("cannot write `{}`: {}", o.display(), io_reason(&e)))
+        });
         match written {
             Ok(()) => eprintln!("wrote the planned spec to `{}`", o.display()),
             Err(e) => {

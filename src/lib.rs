@@ -10,6 +10,7 @@ pub mod check;
 pub mod cli;
 pub mod codes;
 pub mod diagnostic;
+pub mod generator;
 pub mod graph;
 pub mod label;
 pub mod plan;

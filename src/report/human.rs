@@ -186,11 +186,13 @@ pub fn summary(r: &FileReport) -> String {
                     plural(a.analysis.sinks.len(), "sink", "sinks")
                 ));
             } else {
-                parts.push(format!(
-                    "{}: {}",
-                    plural(failing.len(), "unsafe sink", "unsafe sinks"),
-                    failing.join(", ")
-                ));
+                // A generated fleet can have thousands of failing sinks: name a few, count the rest.
+                const SHOWN: usize = 5;
+                let mut names = failing.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+                if failing.len() > SHOWN {
+                    names.push_str(&format!(" and {} more", failing.len() - SHOWN));
+                }
+                parts.push(format!("{}: {names}", plural(failing.len(), "unsafe sink", "unsafe sinks")));
             }
             parts.push(plural(points, "point of order", "points of order"));
             parts.push(plural(barriers, "seal barrier", "seal barriers"));

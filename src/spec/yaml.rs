@@ -180,6 +180,28 @@ fn fix_spans(node: &mut Node, text: &str, index: &LineIndex) {
     }
 }
 
+/// The serde-saphyr options every spec is read with: the budget from `limits`, duplicates
+/// passed through (reported by `spec` with both locations), YAML 1.2 core booleans.
+pub fn reader_options(limits: &Limits) -> serde_saphyr::Options {
+    let mut budget = Budget::default();
+    budget.max_reader_input_bytes = Some(limits.max_bytes);
+    budget.max_depth = limits.max_depth;
+    budget.max_nodes = limits.max_nodes;
+    budget.max_events = limits.max_nodes.saturating_mul(3);
+    budget.max_aliases = limits.max_aliases;
+    budget.max_total_scalar_bytes = limits.max_bytes;
+    serde_saphyr::options! {
+        budget: Some(budget),
+        // Duplicates are reported by `spec::validate`, with both locations and all at once.
+        duplicate_keys: DuplicateKeyPolicy::PassThrough,
+        merge_keys: MergeKeyPolicy::Merge,
+        // YAML 1.2 core booleans only: `y`, `yes`, `on`, `no` are plausible names (an output
+        // `y`, an attribute `no`), and YAML 1.1's reading of them surprises users.
+        strict_booleans: true,
+        with_snippet: false,
+    }
+}
+
 /// Reads `text` into a tree, or returns the one fatal diagnostic of an unreadable document.
 pub fn parse(text: &str, limits: &Limits) -> Result<Node, Box<Diagnostic>> {
     let index = LineIndex::new(text);
@@ -197,23 +219,7 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Node, Box<Diagnostic>> {
             .help("raise the limit with --max-file-size BYTES"),
         ));
     }
-    let mut budget = Budget::default();
-    budget.max_reader_input_bytes = Some(limits.max_bytes);
-    budget.max_depth = limits.max_depth;
-    budget.max_nodes = limits.max_nodes;
-    budget.max_events = limits.max_nodes.saturating_mul(3);
-    budget.max_aliases = limits.max_aliases;
-    budget.max_total_scalar_bytes = limits.max_bytes;
-    let options = serde_saphyr::options! {
-        budget: Some(budget),
-        // Duplicates are reported by `spec::validate`, with both locations and all at once.
-        duplicate_keys: DuplicateKeyPolicy::PassThrough,
-        merge_keys: MergeKeyPolicy::Merge,
-        // YAML 1.2 core booleans only: `y`, `yes`, `on`, `no` are plausible names (an output
-        // `y`, an attribute `no`), and YAML 1.1's reading of them surprises users.
-        strict_booleans: true,
-        with_snippet: false,
-    };
+    let options = reader_options(limits);
     match serde_saphyr::from_str_with_options::<Spanned<Raw>>(text, options) {
         Ok(root) => {
             let mut node = pending(root);

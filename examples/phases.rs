@@ -1,0 +1,67 @@
+//! Times each phase of `blazes check` on one spec: where the time goes on big inputs.
+//!
+//! `cargo run --release --example phases -- SPEC`
+
+use std::time::Instant;
+
+use blazes::analysis::{self, FailOn};
+use blazes::check::{FileReport, Outcome};
+use blazes::spec::{self, Limits};
+
+fn main() {
+    let Some(path) = std::env::args().nth(1) else {
+        eprintln!("usage: phases SPEC");
+        std::process::exit(2);
+    };
+    let bytes = std::fs::read(&path).expect("readable spec");
+    let limits = Limits::default();
+
+    let t = Instant::now();
+    let baseline: serde_json::Value =
+        serde_saphyr::from_slice_with_options(&bytes, spec::yaml::reader_options(&limits)).expect("baseline parses");
+    let baseline_s = t.elapsed().as_secs_f64();
+    drop(baseline);
+
+    let t = Instant::now();
+    let text = std::str::from_utf8(&bytes).expect("UTF-8");
+    let tree = spec::yaml::parse(text, &limits).expect("valid YAML");
+    let tree_s = t.elapsed().as_secs_f64();
+    drop(tree);
+
+    let t = Instant::now();
+    let (spec, diags, text) = spec::parse_bytes(&bytes, &limits);
+    let parse_s = t.elapsed().as_secs_f64();
+    let spec = spec.expect("valid spec");
+    assert!(diags.is_empty(), "spec has errors");
+
+    let t = Instant::now();
+    let (mut df, _) = blazes::graph::build(&spec, "spec");
+    let build_s = t.elapsed().as_secs_f64();
+
+    let t = Instant::now();
+    let labels = analysis::propagate(&mut df);
+    let propagate_s = t.elapsed().as_secs_f64();
+    drop(labels);
+
+    let t = Instant::now();
+    let a = analysis::analyze(&mut df, FailOn::Run);
+    let analyze_s = t.elapsed().as_secs_f64();
+
+    let t = Instant::now();
+    let diagnostics = a.diagnostics.clone();
+    let report = FileReport {
+        path: path.clone(),
+        text,
+        outcome: Outcome::Analysed(Box::new(blazes::check::Analysed { spec, dataflow: df, analysis: a, diagnostics })),
+    };
+    let json = blazes::report::json::render(std::slice::from_ref(&report));
+    let json_s = t.elapsed().as_secs_f64();
+
+    println!("generic YAML value (baseline) {baseline_s:8.3} s");
+    println!("spanned YAML tree             {tree_s:8.3} s");
+    println!("spec (tree + validation)      {parse_s:8.3} s");
+    println!("graph build                   {build_s:8.3} s");
+    println!("propagate                     {propagate_s:8.3} s");
+    println!("analyze (incl. propagate)     {analyze_s:8.3} s");
+    println!("json ({} bytes)       {json_s:8.3} s", json.len());
+}
