@@ -842,16 +842,22 @@ fn findings(
         } else {
             "sink"
         };
-        // The most upstream component on the chain that has a point of order (a lookup per
-        // chain step, not a scan of all points: big specs have thousands of both).
-        let producers = chain.iter().filter_map(|s| match df.streams[s.index()].from {
-            Producer::Output(o) => Some(df.ifaces[o.index()].component),
-            Producer::Source(_) => None,
-        });
+        // The first component (in spec order, as the scan of all points found it) on the
+        // chain that has a point of order: a lookup per chain step, not a scan of all points
+        // (big specs have thousands of both). Not "the first on the chain": a chain can pass
+        // through a component twice (Cache -> Report -> Cache), which would blame the
+        // downstream symptom instead of the cause.
+        let producers = chain
+            .iter()
+            .filter_map(|s| match df.streams[s.index()].from {
+                Producer::Output(o) => Some(df.ifaces[o.index()].component),
+                Producer::Source(_) => None,
+            });
         let own = sink.implicit.map(|o| df.ifaces[o.index()].component);
         let culprit = producers
             .chain(own)
-            .find(|c| has_point[c.index()])
+            .filter(|c| has_point[c.index()])
+            .min_by_key(|c| c.index())
             .map(|c| df.components[c.index()].name.clone());
         let help = match culprit {
             Some(c) => format!(
