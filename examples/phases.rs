@@ -18,7 +18,8 @@ fn main() {
 
     let t = Instant::now();
     let baseline: serde_json::Value =
-        serde_saphyr::from_slice_with_options(&bytes, spec::yaml::reader_options(&limits)).expect("baseline parses");
+        serde_saphyr::from_slice_with_options(&bytes, spec::yaml::reader_options(&limits))
+            .expect("baseline parses");
     let baseline_s = t.elapsed().as_secs_f64();
     drop(baseline);
 
@@ -52,7 +53,12 @@ fn main() {
     let report = FileReport {
         path: path.clone(),
         text,
-        outcome: Outcome::Analysed(Box::new(blazes::check::Analysed { spec, dataflow: df, analysis: a, diagnostics })),
+        outcome: Outcome::Analysed(Box::new(blazes::check::Analysed {
+            spec,
+            dataflow: df,
+            analysis: a,
+            diagnostics,
+        })),
     };
     let json = blazes::report::json::render(std::slice::from_ref(&report));
     let json_s = t.elapsed().as_secs_f64();

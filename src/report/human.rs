@@ -188,11 +188,19 @@ pub fn summary(r: &FileReport) -> String {
             } else {
                 // A generated fleet can have thousands of failing sinks: name a few, count the rest.
                 const SHOWN: usize = 5;
-                let mut names = failing.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+                let mut names = failing
+                    .iter()
+                    .take(SHOWN)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 if failing.len() > SHOWN {
                     names.push_str(&format!(" and {} more", failing.len() - SHOWN));
                 }
-                parts.push(format!("{}: {names}", plural(failing.len(), "unsafe sink", "unsafe sinks")));
+                parts.push(format!(
+                    "{}: {names}",
+                    plural(failing.len(), "unsafe sink", "unsafe sinks")
+                ));
             }
             parts.push(plural(points, "point of order", "points of order"));
             parts.push(plural(barriers, "seal barrier", "seal barriers"));
