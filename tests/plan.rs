@@ -738,6 +738,11 @@ fn large_specs_use_the_greedy_search_and_say_so() {
     assert_eq!(p.search.candidates, 30);
     assert_eq!(p.search.mode, plan::SearchMode::Greedy);
     check_plan(&df, &plan::Options::default(), 0);
+    // Unsealed arrivals in the greedy score let it see a half-done pair of seals as
+    // progress: it finds the optimum here (every source sealed, 4 per seal) rather than
+    // ordering every reader by key (7 each).
+    assert_eq!(p.cost, 40);
+    assert!(p.mechanisms.iter().all(|m| m.kind == Kind::AddSeal));
     let human = blazes::report::plan_human::render("ring.yaml", &p);
     assert!(
         human.contains("greedy (more than 24 candidates)"),

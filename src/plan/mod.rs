@@ -79,8 +79,10 @@ Algorithm:
      the cheapest remaining candidate does, or when applying every remaining candidate
      still fails a sink), seeded with the greedy plan. It is exact: no cheaper combination
      of candidates exists. Above 24 candidates, or past 20000 analyses, the plan is greedy:
-     repeatedly add the candidate with the best (repaired sinks, removed points of order)
-     per unit of cost. The output says which search was used.
+     repeatedly add the candidate with the best (repaired sinks; removed points of order
+     plus newly sealed streams into them) per unit of cost, once from nothing and once
+     from every source's cheapest seal, and keep the cheaper. The output says which search
+     was used.
   5. Irredundancy: drop every mechanism whose removal keeps every sink safe (a no-op for
      an exact plan). For each kept mechanism the plan reports the points of order and the
      sinks that fail again without it: that is why it is there.
@@ -409,9 +411,13 @@ impl Evaluator {
         }
     }
 
-    /// `(failing sinks, points of order)` with `choices` applied: the score the greedy search
-    /// lowers; a plan is feasible when the first is zero.
-    pub fn score(&mut self, choices: &[Choice]) -> (usize, usize) {
+    /// `(failing sinks, points of order, unsealed arrivals)` with `choices` applied: the
+    /// score the greedy search lowers; a plan is feasible when the first is zero. Unsealed
+    /// arrivals are the streams into the inputs a point of order depends on (an `OW` path's
+    /// input, an `OR` path's writing inputs) that carry no seal compatible with its gate:
+    /// they measure progress that fixes no point yet, such as the first of the two seals an
+    /// input fed by two sources needs.
+    pub fn score(&mut self, choices: &[Choice]) -> (usize, usize, usize) {
         self.set(choices);
         self.evaluations += 1;
         let labels = analysis::propagate(&mut self.df);
@@ -423,15 +429,43 @@ impl Evaluator {
             .filter(|(s, l)| l.is_some_and(|l| self.fail_on.fails(l) && !s.tolerate.accepts(l)))
             .count();
         let mut points = 0;
-        for c in &self.df.components {
+        let mut unsealed = 0;
+        let df = &self.df;
+        let arrivals = |input: IfaceId, gate: Gate| {
+            df.iface(input)
+                .streams
+                .iter()
+                .filter(|s| match labels.stream[s.index()] {
+                    Some(Label::Seal(k)) => !gate.compatible(k, &df.keys),
+                    Some(_) => true,
+                    None => false,
+                })
+                .count()
+        };
+        for c in &df.components {
             for p in &c.paths {
-                if let Some(l) = labels.iface[p.input.index()] {
-                    let k = analysis::contribute(&self.df, c, p, l, &labels.iface);
-                    points += usize::from(k.taint || k.ndread);
+                let Some(l) = labels.iface[p.input.index()] else {
+                    continue;
+                };
+                let k = analysis::contribute(df, c, p, l, &labels.iface);
+                if !(k.taint || k.ndread) {
+                    continue;
                 }
+                points += 1;
+                let gate = p.gate.unwrap_or(Gate::Star);
+                unsealed += match p.annotation {
+                    Annotation::OW => arrivals(p.input, gate),
+                    Annotation::OR => c
+                        .paths
+                        .iter()
+                        .filter(|w| w.annotation.writes())
+                        .map(|w| arrivals(w.input, gate))
+                        .sum(),
+                    _ => 0,
+                };
             }
         }
-        (failing, points)
+        (failing, points, unsealed)
     }
 
     pub fn feasible(&mut self, choices: &[Choice]) -> bool {
@@ -674,16 +708,19 @@ struct Move {
     benefit: u64,
     delta: u64,
     next: Vec<usize>,
-    score: (usize, usize),
+    score: (usize, usize, usize),
 }
 
 /// Greedy: repeatedly take the move (add a candidate, replacing one it conflicts with) that
-/// lowers (failing sinks, points of order) the most per unit of added cost.
-fn greedy(ev: &mut Evaluator, cands: &[Candidate]) -> Option<Vec<usize>> {
-    let mut chosen: Vec<usize> = Vec::new();
-    let mut score = ev.score(&[]);
-    // Failing sinks dominate points of order in the benefit.
-    let weight = |s: (usize, usize)| s.0 * 1_000_000 + s.1;
+/// lowers the score (failing sinks; points of order plus unsealed arrivals at them) the most
+/// per unit of added cost.
+fn greedy(ev: &mut Evaluator, cands: &[Candidate], start: Vec<usize>) -> Option<Vec<usize>> {
+    let mut chosen: Vec<usize> = start;
+    let mut score = ev.score(&choices_of(cands, &chosen));
+    // Failing sinks dominate; then a point of order weighs as much as one unsealed arrival
+    // (removing a point also removes its arrivals), so that a cheap seal that is half of a
+    // fix can beat a dearer order that fixes one point outright.
+    let weight = |s: (usize, usize, usize)| s.0 * 1_000_000_000 + s.1 + s.2;
     while score.0 > 0 {
         let mut best: Option<Move> = None;
         for i in 0..cands.len() {
@@ -855,11 +892,36 @@ fn irredundant(ev: &mut Evaluator, cands: &[Candidate], mut idx: Vec<usize>) -> 
     idx
 }
 
+/// The greedy plan: the cheaper (after irredundancy) of two greedy runs, one from nothing
+/// and one from every source's cheapest seal. The second exists because greedy steps are
+/// myopic: where a point of order needs the seals of two sources, no single seal fixes
+/// anything and an order always looks better, although sealing every source (then dropping
+/// the seals that are not needed) can be much cheaper.
+fn greedy_plan(ev: &mut Evaluator, cands: &[Candidate]) -> Option<Vec<usize>> {
+    let plain = greedy(ev, cands, Vec::new()).map(|g| irredundant(ev, cands, g));
+    let mut seals: Vec<usize> = Vec::new();
+    for (i, c) in cands.iter().enumerate() {
+        if c.kind() == Kind::AddSeal && !seals.iter().any(|&j| cands[j].choice.conflicts(c.choice))
+        {
+            seals.push(i);
+        }
+    }
+    if seals.is_empty() {
+        return plain;
+    }
+    let sealed = greedy(ev, cands, seals).map(|g| irredundant(ev, cands, g));
+    match (plain, sealed) {
+        (Some(a), Some(b)) if total_cost(cands, &b) < total_cost(cands, &a) => Some(b),
+        (Some(a), _) => Some(a),
+        (None, b) => b,
+    }
+}
+
 fn search(ev: &mut Evaluator, cands: &[Candidate], options: &Options) -> Option<Chosen> {
-    let greedy_plan = greedy(ev, cands);
+    let greedy_plan = greedy_plan(ev, cands);
     if cands.len() > options.exact_limit.min(63) {
-        return greedy_plan.map(|g| Chosen {
-            indices: irredundant(ev, cands, g),
+        return greedy_plan.map(|indices| Chosen {
+            indices,
             mode: SearchMode::Greedy,
         });
     }
@@ -869,8 +931,8 @@ fn search(ev: &mut Evaluator, cands: &[Candidate], options: &Options) -> Option<
             indices: irredundant(ev, cands, indices),
             mode: SearchMode::Exact,
         }),
-        None => greedy_plan.map(|g| Chosen {
-            indices: irredundant(ev, cands, g),
+        None => greedy_plan.map(|indices| Chosen {
+            indices,
             mode: SearchMode::GreedyBudget,
         }),
     }
