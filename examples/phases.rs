@@ -4,6 +4,15 @@
 
 use std::time::Instant;
 
+/// Peak resident memory so far, in MiB (Linux), or 0 where unknown.
+fn peak_mib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.split_whitespace().nth(1).unwrap_or("0").parse::<u64>().unwrap_or(0)))
+        .unwrap_or(0)
+        / 1024
+}
+
 use blazes::analysis::{self, FailOn};
 use blazes::check::{FileReport, Outcome};
 use blazes::spec::{self, Limits};
@@ -21,6 +30,7 @@ fn main() {
         serde_saphyr::from_slice_with_options(&bytes, spec::yaml::reader_options(&limits))
             .expect("baseline parses");
     let baseline_s = t.elapsed().as_secs_f64();
+    let baseline_m = peak_mib();
     drop(baseline);
 
     let t = Instant::now();
@@ -32,6 +42,7 @@ fn main() {
     let t = Instant::now();
     let (spec, diags, text) = spec::parse_bytes(&bytes, &limits);
     let parse_s = t.elapsed().as_secs_f64();
+    let parse_m = peak_mib();
     let spec = spec.expect("valid spec");
     assert!(diags.is_empty(), "spec has errors");
 
@@ -47,6 +58,7 @@ fn main() {
     let t = Instant::now();
     let a = analysis::analyze(&mut df, FailOn::Run);
     let analyze_s = t.elapsed().as_secs_f64();
+    let analyze_m = peak_mib();
 
     let t = Instant::now();
     let diagnostics = a.diagnostics.clone();
@@ -62,6 +74,7 @@ fn main() {
     };
     let json = blazes::report::json::render(std::slice::from_ref(&report));
     let json_s = t.elapsed().as_secs_f64();
+    let json_m = peak_mib();
 
     println!("generic YAML value (baseline) {baseline_s:8.3} s");
     println!("spanned YAML tree             {tree_s:8.3} s");
@@ -70,4 +83,5 @@ fn main() {
     println!("propagate                     {propagate_s:8.3} s");
     println!("analyze (incl. propagate)     {analyze_s:8.3} s");
     println!("json ({} bytes)       {json_s:8.3} s", json.len());
+    println!("peak MiB: after baseline {baseline_m}, after spec {parse_m}, after analyze {analyze_m}, after json {json_m}");
 }

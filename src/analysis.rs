@@ -842,16 +842,17 @@ fn findings(
         } else {
             "sink"
         };
-        // The first component (in spec order, as the scan of all points found it) on the
-        // chain that has a point of order: a lookup per chain step, not a scan of all points
-        // (big specs have thousands of both). Not "the first on the chain": a chain can pass
-        // through a component twice (Cache -> Report -> Cache), which would blame the
-        // downstream symptom instead of the cause.
+        // The most upstream component on the chain that has a point of order (a lookup per
+        // chain step, not a scan of all points: big specs have thousands of both).
+        // Only streams already carrying a bad label count: the point that spoilt the label is the
+        // cause, not an earlier one the chain merely passes through.
         let producers = chain
             .iter()
             .filter_map(|s| match df.streams[s.index()].from {
-                Producer::Output(o) => Some(df.ifaces[o.index()].component),
-                Producer::Source(_) => None,
+                Producer::Output(o) if !labels.stream[s.index()].is_none_or(Label::is_safe) => {
+                    Some(df.ifaces[o.index()].component)
+                }
+                _ => None,
             });
         let own = sink.implicit.map(|o| df.ifaces[o.index()].component);
         let culprit = producers

@@ -32,6 +32,11 @@ pub enum Command {
     /// Exit status: 0 when every sink gets a label it tolerates (warnings allowed), 1 when
     /// some sink's label is worse than it tolerates, 2 when a spec cannot be read or is invalid.
     Check(CheckArgs),
+    /// Draw the analysed dataflow as a graph (Graphviz DOT, or SVG through `dot`).
+    ///
+    /// Exit status: 0 when the graph was written, 2 when the spec is invalid or the output
+    /// cannot be produced.
+    Render(RenderArgs),
     /// Print the long explanation of a diagnostic code (`blazes explain C001`) or of a topic
     /// (`blazes explain plan`); without an argument, list every code.
     Explain {
@@ -70,8 +75,14 @@ pub struct GenArgs {
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// Diagnostics with carets under the spec text, and a summary per file.
     Human,
+    /// One versioned JSON document: labels, points of order, barriers, diagnostics.
     Json,
+    /// SARIF 2.1.0, for GitHub code scanning and other SARIF viewers.
+    Sarif,
+    /// GitHub Actions workflow commands: inline annotations on a pull request.
+    Github,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -222,6 +233,11 @@ fn run_check(args: &CheckArgs) -> i32 {
             },
         ),
         Format::Json => report::json::render(&reports),
+        Format::Sarif => {
+            let cwd = std::env::current_dir().ok();
+            report::sarif::render(&reports, cwd.as_deref())
+        }
+        Format::Github => report::github::render(&reports),
     };
     write_out(&text);
     reports
@@ -274,19 +290,57 @@ fn run_explain(code: Option<&str>) -> i32 {
     }
 }
 
-/// Writes `contents` to `path` atomically: a temporary file in the same directory, then a
-/// rename, so a failed write never leaves a half-written file where a good one was.
-pub fn write_atomically(path: &std::path::Path, contents: &[u8]) -> std::io::Result<()> {
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RenderFormat {
+    /// Graphviz DOT text (no external program needed).
+    Dot,
+    /// SVG, produced by Graphviz's `dot` program.
+    Svg,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RenderArgs {
+    /// The spec to draw; `-` reads standard input.
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = RenderFormat::Dot)]
+    pub format: RenderFormat,
+    /// Write to FILE (atomically) instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also draw the coordination mechanisms where they go (currently the seal barriers).
+    #[arg(long)]
+    pub plan: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// Whether `out` names the same file as `spec` (so writing it would destroy the input).
+fn same_file(out: &std::path::Path, spec: &std::path::Path) -> bool {
+    match (std::fs::canonicalize(out), std::fs::canonicalize(spec)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so
+/// readers never see a half-written file and a failure leaves the old file intact.
+pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
     let name = path
         .file_name()
-        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{name}.blazes-tmp-{}", std::process::id()));
+        .ok_or_else(|| std::io::Error::other("the output path names no file"))?;
+    let tmp = dir.join(format!(
+        ".{}.blazes-{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     let result = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(contents).and_then(|()| f.sync_all()))
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
         .and_then(|()| std::fs::rename(&tmp, path));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -327,6 +381,69 @@ fn run_gen(args: &GenArgs) -> i32 {
     }
 }
 
+fn run_render(args: &RenderArgs) -> i32 {
+    if let Some(out) = &args.output
+        && args.spec.as_os_str() != "-"
+        && same_file(out, &args.spec)
+    {
+        eprintln!(
+            "error: refusing to write the graph over the spec `{}`; choose another `-o` file",
+            args.spec.display()
+        );
+        return EXIT_INVALID;
+    }
+    let options = Options {
+        limits: args.limits.limits(),
+        ..Options::default()
+    };
+    let report = check_files(std::slice::from_ref(&args.spec), &options)
+        .pop()
+        .expect("one spec in, one report out");
+    let Outcome::Analysed(a) = &report.outcome else {
+        // The diagnostics say why there is nothing to draw; stdout stays clean for the graph.
+        let text = report::human::render(
+            std::slice::from_ref(&report),
+            report::human::Style {
+                color: std::io::stderr().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+                ..Default::default()
+            },
+        );
+        eprint!("{text}");
+        return EXIT_INVALID;
+    };
+    let drawn = if args.plan {
+        crate::render::barriers(&a.dataflow, &a.analysis)
+    } else {
+        Vec::new()
+    };
+    let dot = crate::render::to_dot(&a.dataflow, &a.analysis, &drawn);
+    let bytes = match args.format {
+        RenderFormat::Dot => dot.into_bytes(),
+        RenderFormat::Svg => match crate::render::svg::dot_to_svg(&dot) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("error: cannot render SVG: {e}");
+                return EXIT_INVALID;
+            }
+        },
+    };
+    match &args.output {
+        Some(out) => {
+            if let Err(e) = write_atomically(out, &bytes) {
+                eprintln!("error: cannot write `{}`: {e}", out.display());
+                return EXIT_INVALID;
+            }
+        }
+        None => {
+            let mut o = std::io::stdout().lock();
+            let _ = o.write_all(&bytes);
+            let _ = o.flush();
+        }
+    }
+    EXIT_CLEAN
+}
+
 /// Parses the arguments and runs; returns the exit status.
 pub fn run() -> i32 {
     let cli = match Cli::try_parse() {
@@ -343,6 +460,7 @@ pub fn run() -> i32 {
     };
     match &cli.command {
         Command::Check(args) => run_check(args),
+        Command::Render(args) => run_render(args),
         Command::Explain { code } => run_explain(code.as_deref()),
         Command::Plan(args) => run_plan(args),
         Command::Gen(args) => run_gen(args),
@@ -404,14 +522,6 @@ fn fail_on_of(a: FailOnArg) -> FailOn {
         FailOnArg::Inst => FailOn::Inst,
         FailOnArg::Diverge => FailOn::Diverge,
         FailOnArg::Never => FailOn::Never,
-    }
-}
-
-/// Whether two paths name the same existing file (through links and `..`).
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
     }
 }
 

@@ -14,5 +14,6 @@ pub mod generator;
 pub mod graph;
 pub mod label;
 pub mod plan;
+pub mod render;
 pub mod report;
 pub mod spec;

@@ -111,7 +111,7 @@ proptest! {
     }
 }
 
-/// Interface labels, sink labels and points of order, keyed by names.
+/// Stream labels by (from, to), sink labels by name, points of order.
 type Summary = (
     BTreeMap<(String, String), String>,
     BTreeMap<String, String>,

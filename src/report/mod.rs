@@ -1,11 +1,13 @@
 //! Output formats, one per file. Each renders a slice of [`FileReport`]s to a `String`; the
 //! CLI decides where it goes. Every format is deterministic: same input, same bytes.
 
+pub mod github;
 pub mod human;
 pub mod json;
 pub mod plan_human;
 pub mod plan_json;
 pub mod plan_yaml;
+pub mod sarif;
 
 use crate::label::{Keys, Label};
 

@@ -133,10 +133,9 @@ impl<'de> Visitor<'de> for RawVisitor {
     fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Raw, A::Error> {
         let mut v = Vec::with_capacity(a.size_hint().unwrap_or(0).min(1024));
         while let Some(x) = a.next_element::<Spanned<Raw>>()? {
-            v.push(x);
+            v.push(pending(x));
         }
-        // Spans are converted later, when the line index exists; keep the raw pairs here.
-        Ok(Raw(Value::Seq(v.into_iter().map(pending).collect())))
+        Ok(Raw(Value::Seq(v)))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Raw, A::Error> {
         let mut v = Vec::new();

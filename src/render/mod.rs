@@ -1,0 +1,590 @@
+//! `blazes render`: the analysed dataflow as a Graphviz graph.
+//!
+//! Components are boxes listing their paths (points of order highlighted with their gate),
+//! replicated components are stacked boxes; sources and sinks have shapes of their own; each
+//! stream is an edge labelled and coloured by its derived label. Coordination mechanisms to
+//! draw (seal barriers, added seals, orderings) are plain data ([`Drawn`]), so whatever decides
+//! them (the analysis today, the planner later) only has to produce a list.
+//!
+//! The graph is built as `graphviz-rust` structures and printed to DOT text. Node ids are
+//! indices, never names, and everything is emitted in IR order: the same spec always gives
+//! byte-identical DOT. Running `dot` to get SVG is IO and lives in [`svg`], used by the CLI.
+
+pub mod svg;
+
+use std::collections::BTreeMap;
+
+use graphviz_rust::dot_structures::{
+    Attribute, Edge, EdgeTy, Graph, GraphAttributes, Id, Node, NodeId, Stmt, Vertex,
+};
+use graphviz_rust::printer::{DotPrinter, PrinterContext};
+
+use crate::analysis::{Analysis, PointOfOrder};
+use crate::graph::{CompId, Consumer, Dataflow, IfaceId, Order, Producer, SourceId};
+use crate::label::{Annotation, Label, Tolerance};
+
+/// A coordination mechanism to draw where it goes.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Drawn {
+    /// The consumer buffers each partition of `key` until every producer sealed it: drawn as
+    /// a bar on the consuming input.
+    Barrier {
+        component: CompId,
+        input: IfaceId,
+        key: Vec<String>,
+    },
+    /// A source must punctuate `key`: drawn on the source.
+    AddSeal { source: SourceId, key: Vec<String> },
+    /// The component's inputs are ordered, per key (`Some`) or globally (`None`): drawn as an
+    /// ordering node in front of the component.
+    Order {
+        component: CompId,
+        keys: Option<Vec<String>>,
+    },
+}
+
+/// The seal barriers the analysis found, as mechanisms to draw (what `--plan` shows until the
+/// planner's own mechanisms are wired in).
+pub fn barriers(df: &Dataflow, an: &Analysis) -> Vec<Drawn> {
+    an.barriers
+        .iter()
+        .map(|b| Drawn::Barrier {
+            component: b.component,
+            input: b.input,
+            key: df.keys.names(b.key).into_iter().map(String::from).collect(),
+        })
+        .collect()
+}
+
+const FONT: &str = "Helvetica";
+const GREY: &str = "#9e9e9e";
+const ALARM: &str = "#b71c1c";
+
+/// Colour and pen width of a label: calm for deterministic contents, increasingly alarming
+/// for Run, Inst, Diverge; grey for what no source reaches.
+fn style_of(l: Option<Label>) -> (&'static str, &'static str) {
+    match l {
+        None => (GREY, "1"),
+        Some(Label::Seal(_)) => ("#2e7d32", "1.5"),
+        Some(Label::Async) => ("#1565c0", "1.5"),
+        Some(Label::Run) => ("#ef8f00", "2"),
+        Some(Label::Inst) => ("#e65100", "2.5"),
+        Some(Label::Diverge) => (ALARM, "3"),
+    }
+}
+
+fn label_text(l: Option<Label>, df: &Dataflow) -> String {
+    l.map_or_else(|| "Unreached".to_string(), |l| l.display(&df.keys))
+}
+
+/// Escapes text for a Graphviz HTML-like label.
+fn html(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A quoted DOT string.
+fn quoted(s: &str) -> Id {
+    Id::Escaped(format!(
+        "\"{}\"",
+        s.replace('\\', "\\\\").replace('"', "\\\"")
+    ))
+}
+
+fn attr(k: &str, v: &str) -> Attribute {
+    Attribute(Id::Plain(k.to_string()), quoted(v))
+}
+
+fn html_attr(k: &str, table: &str) -> Attribute {
+    Attribute(Id::Plain(k.to_string()), Id::Html(format!("<{table}>")))
+}
+
+fn node(id: &str, attrs: Vec<Attribute>) -> Stmt {
+    Stmt::Node(Node::new(NodeId(Id::Plain(id.to_string()), None), attrs))
+}
+
+fn edge(from: &str, to: &str, attrs: Vec<Attribute>) -> Stmt {
+    Stmt::Edge(Edge {
+        ty: EdgeTy::Pair(
+            Vertex::N(NodeId(Id::Plain(from.to_string()), None)),
+            Vertex::N(NodeId(Id::Plain(to.to_string()), None)),
+        ),
+        attributes: attrs,
+    })
+}
+
+/// An HTML table of rows; each row is `(html content, background colour)`.
+fn table(rows: &[(String, Option<&str>)]) -> String {
+    let mut s =
+        String::from(r#"<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2">"#);
+    for (content, bg) in rows {
+        match bg {
+            Some(c) => s.push_str(&format!(r#"<TR><TD BGCOLOR="{c}">{content}</TD></TR>"#)),
+            None => s.push_str(&format!("<TR><TD>{content}</TD></TR>")),
+        }
+    }
+    s.push_str("</TABLE>");
+    s
+}
+
+fn small(s: &str, color: Option<&str>) -> String {
+    match color {
+        Some(c) => format!(r#"<FONT POINT-SIZE="9" COLOR="{c}">{s}</FONT>"#),
+        None => format!(r#"<FONT POINT-SIZE="9">{s}</FONT>"#),
+    }
+}
+
+fn comp_id(c: CompId) -> String {
+    format!("c{}", c.0)
+}
+
+/// Labelled edge attributes for a stream carrying `l`.
+fn stream_attrs(l: Option<Label>, df: &Dataflow, tooltip: &str) -> Vec<Attribute> {
+    let (color, width) = style_of(l);
+    let mut a = vec![
+        html_attr(
+            "label",
+            &format!(
+                r#"<FONT COLOR="{color}">{}</FONT>"#,
+                html(&label_text(l, df))
+            ),
+        ),
+        attr("color", color),
+        attr("penwidth", width),
+        attr("tooltip", tooltip),
+    ];
+    if l.is_none() {
+        a.push(attr("style", "dashed"));
+    }
+    a
+}
+
+/// Where a stream into `input` enters the drawing, and the head label it carries there.
+struct Entry {
+    node: String,
+    headlabel: Option<String>,
+}
+
+/// Builds the DOT graph of an analysed dataflow with the given mechanisms drawn.
+pub fn to_dot(df: &Dataflow, an: &Analysis, drawn: &[Drawn]) -> String {
+    let mut stmts: Vec<Stmt> = vec![
+        Stmt::GAttribute(GraphAttributes::Graph(vec![
+            attr("rankdir", "LR"),
+            attr("fontname", FONT),
+            attr("labelloc", "t"),
+            html_attr("label", &format!("<B>{}</B>", html(&df.name))),
+            attr("nodesep", "0.4"),
+            attr("ranksep", "0.8"),
+        ])),
+        Stmt::GAttribute(GraphAttributes::Node(vec![
+            attr("fontname", FONT),
+            attr("fontsize", "11"),
+        ])),
+        Stmt::GAttribute(GraphAttributes::Edge(vec![
+            attr("fontname", FONT),
+            attr("fontsize", "10"),
+            attr("labelfontsize", "8"),
+            attr("labelfontcolor", "#616161"),
+        ])),
+    ];
+
+    // Group the mechanisms by where they go; BTreeMaps keep the output order fixed.
+    let mut barrier_keys: BTreeMap<IfaceId, Vec<String>> = BTreeMap::new();
+    let mut orders: BTreeMap<CompId, Option<Vec<String>>> = BTreeMap::new();
+    let mut add_seals: BTreeMap<SourceId, Vec<String>> = BTreeMap::new();
+    for d in drawn {
+        match d {
+            Drawn::Barrier { input, key, .. } => {
+                let k = if key.is_empty() {
+                    "∅".to_string()
+                } else {
+                    key.join(", ")
+                };
+                let v = barrier_keys.entry(*input).or_default();
+                if !v.contains(&k) {
+                    v.push(k);
+                }
+            }
+            Drawn::Order { component, keys } => {
+                // A global order subsumes any keyed one on the same component.
+                let e = orders.entry(*component).or_insert_with(|| keys.clone());
+                if keys.is_none() {
+                    *e = None;
+                }
+            }
+            Drawn::AddSeal { source, key } => {
+                add_seals.insert(*source, key.clone());
+            }
+        }
+    }
+
+    sources(df, &add_seals, &mut stmts);
+    for ci in 0..df.components.len() {
+        let cid = CompId(ci as u32);
+        let pts: Vec<&PointOfOrder> = an.points.iter().filter(|p| p.component == cid).collect();
+        stmts.push(component_node(df, an, cid, &pts));
+    }
+    sinks(df, an, &mut stmts);
+
+    // Mechanisms in front of components, and where each input's streams enter the drawing.
+    let mut entry: Vec<Option<Entry>> = (0..df.ifaces.len()).map(|_| None).collect();
+    for (ci, c) in df.components.iter().enumerate() {
+        let cid = CompId(ci as u32);
+        let order = orders.get(&cid);
+        if let Some(keys) = order {
+            let text = match keys {
+                Some(k) => format!("keyed order<BR/>{}", small(&html(&k.join(", ")), None)),
+                None => format!("global order<BR/>{}", small("sequencer", None)),
+            };
+            stmts.push(node(
+                &format!("o{ci}"),
+                vec![
+                    attr("shape", "invtrapezium"),
+                    attr("style", "filled"),
+                    attr("fillcolor", "#e3f2fd"),
+                    attr("color", "#1565c0"),
+                    html_attr("label", &text),
+                    attr("tooltip", &format!("ordering in front of {}", c.name)),
+                ],
+            ));
+        }
+        for &i in &c.inputs {
+            let f = df.iface(i);
+            let label = an.labels.iface[i.index()];
+            let into_comp = || Entry {
+                node: comp_id(cid),
+                headlabel: Some(f.name.clone()),
+            };
+            let after_barrier = if order.is_some() {
+                // One edge per input from the ordering node, so the input stays named.
+                let (color, _) = style_of(label);
+                stmts.push(edge(
+                    &format!("o{ci}"),
+                    &comp_id(cid),
+                    vec![
+                        attr("headlabel", &f.name),
+                        attr("color", color),
+                        attr("tooltip", &format!("ordered into {}", df.iface_name(i))),
+                    ],
+                ));
+                Entry {
+                    node: format!("o{ci}"),
+                    headlabel: None,
+                }
+            } else {
+                into_comp()
+            };
+            let e = match barrier_keys.get(&i) {
+                Some(keys) => {
+                    let b = format!("b{}", i.0);
+                    stmts.push(node(
+                        &b,
+                        vec![
+                            attr("shape", "box"),
+                            attr("style", "filled"),
+                            attr("fillcolor", "#212121"),
+                            attr("color", "#212121"),
+                            attr("width", "0.08"),
+                            attr("height", "0.45"),
+                            attr("fixedsize", "true"),
+                            attr("label", ""),
+                            html_attr(
+                                "xlabel",
+                                &small(&format!("seal barrier: {}", html(&keys.join("; "))), None),
+                            ),
+                            attr(
+                                "tooltip",
+                                &format!(
+                                    "seal barrier on {}: buffer each partition of {} until sealed",
+                                    df.iface_name(i),
+                                    keys.join("; ")
+                                ),
+                            ),
+                        ],
+                    ));
+                    let (color, width) = style_of(label);
+                    let mut a = vec![
+                        attr("color", color),
+                        attr("penwidth", width),
+                        attr(
+                            "tooltip",
+                            &format!("through the barrier into {}", df.iface_name(i)),
+                        ),
+                    ];
+                    if let Some(h) = &after_barrier.headlabel {
+                        a.push(attr("headlabel", h));
+                    }
+                    stmts.push(edge(&b, &after_barrier.node, a));
+                    Entry {
+                        node: b,
+                        headlabel: None,
+                    }
+                }
+                None => after_barrier,
+            };
+            if f.streams.is_empty() {
+                // An input no stream feeds is an external Async source (C005): draw it so the
+                // label has somewhere to come from.
+                let x = format!("x{}", i.0);
+                stmts.push(node(
+                    &x,
+                    vec![
+                        attr("shape", "cds"),
+                        attr("style", "dashed"),
+                        html_attr(
+                            "label",
+                            &table(&[
+                                (html(&df.iface_name(i)), None),
+                                (small("implicit source", None), None),
+                            ]),
+                        ),
+                    ],
+                ));
+                let mut a = stream_attrs(label, df, &format!("external → {}", df.iface_name(i)));
+                if let Some(h) = &e.headlabel {
+                    a.push(attr("headlabel", h));
+                }
+                stmts.push(edge(&x, &e.node, a));
+            }
+            entry[i.index()] = Some(e);
+        }
+    }
+
+    for (si, s) in df.streams.iter().enumerate() {
+        let from = match s.from {
+            Producer::Source(src) => format!("s{}", src.0),
+            Producer::Output(o) => comp_id(df.iface(o).component),
+        };
+        let (to, head) = match s.to {
+            Consumer::Sink(k) => (format!("k{}", k.0), None),
+            Consumer::Input(i) => match &entry[i.index()] {
+                Some(e) => (e.node.clone(), e.headlabel.clone()),
+                None => (
+                    comp_id(df.iface(i).component),
+                    Some(df.iface(i).name.clone()),
+                ),
+            },
+        };
+        let mut a = stream_attrs(
+            an.labels.stream[si],
+            df,
+            &format!("{} → {}", s.from_text, s.to_text),
+        );
+        if let Producer::Output(o) = s.from {
+            a.push(attr("taillabel", &df.iface(o).name));
+        }
+        if let Some(h) = head {
+            a.push(attr("headlabel", &h));
+        }
+        stmts.push(edge(&from, &to, a));
+    }
+    for (i, f) in df.ifaces.iter().enumerate() {
+        if let Some(k) = f.implicit_sink {
+            let l = an.labels.iface[i];
+            let name = df.iface_name(IfaceId(i as u32));
+            let mut a = stream_attrs(l, df, &format!("{name} (not consumed)"));
+            a.push(attr("taillabel", &f.name));
+            stmts.push(edge(&comp_id(f.component), &format!("k{}", k.0), a));
+        }
+    }
+
+    let g = Graph::DiGraph {
+        id: quoted(&df.name),
+        strict: false,
+        stmts,
+    };
+    let mut s = g.print(&mut PrinterContext::default());
+    s.push('\n');
+    s
+}
+
+fn sources(df: &Dataflow, add_seals: &BTreeMap<SourceId, Vec<String>>, stmts: &mut Vec<Stmt>) {
+    for (i, s) in df.sources.iter().enumerate() {
+        let mut rows = vec![(format!("<B>{}</B>", html(&s.name)), None)];
+        if let Some(k) = s.seal {
+            rows.push((
+                small(&format!("seal: {}", html(&df.keys.display(k))), None),
+                None,
+            ));
+        }
+        for k in &s.sealable {
+            rows.push((
+                small(&format!("sealable: {}", html(&df.keys.display(*k))), None),
+                None,
+            ));
+        }
+        let added = add_seals.get(&SourceId(i as u32));
+        if let Some(k) = added {
+            rows.push((
+                small(
+                    &format!("+ add seal: {}", html(&k.join(", "))),
+                    Some("#2e7d32"),
+                ),
+                Some("#e8f5e9"),
+            ));
+        }
+        let unused = s.streams.is_empty();
+        let mut a = vec![
+            attr("shape", "cds"),
+            html_attr("label", &table(&rows)),
+            attr("tooltip", &format!("source {}", s.name)),
+        ];
+        if added.is_some() {
+            a.push(attr("color", "#2e7d32"));
+            a.push(attr("peripheries", "2"));
+        } else if unused {
+            a.push(attr("color", GREY));
+            a.push(attr("fontcolor", GREY));
+            a.push(attr("style", "dashed"));
+        }
+        stmts.push(node(&format!("s{i}"), a));
+    }
+}
+
+fn sinks(df: &Dataflow, an: &Analysis, stmts: &mut Vec<Stmt>) {
+    for (i, s) in df.sinks.iter().enumerate() {
+        let v = &an.sinks[i];
+        let shown = match s.implicit {
+            Some(o) => df.iface_name(o),
+            None => s.name.clone(),
+        };
+        let mut rows = vec![(format!("<B>{}</B>", html(&shown)), None)];
+        if s.implicit.is_some() {
+            rows.push((small("implicit sink", None), None));
+        }
+        if s.tolerate != Tolerance::Async {
+            rows.push((
+                small(&format!("tolerate: {}", html(s.tolerate.as_str())), None),
+                None,
+            ));
+        }
+        let (color, _) = style_of(v.label);
+        if v.failing {
+            rows.push((
+                small(
+                    &format!("✗ receives {}", html(&label_text(v.label, df))),
+                    Some(ALARM),
+                ),
+                Some("#ffebee"),
+            ));
+        }
+        let mut a = vec![
+            attr("shape", "cylinder"),
+            html_attr("label", &table(&rows)),
+            attr(
+                "tooltip",
+                &format!("sink {shown}: receives {}", label_text(v.label, df)),
+            ),
+        ];
+        if v.label.is_none() {
+            a.push(attr("color", GREY));
+            a.push(attr("fontcolor", GREY));
+            a.push(attr("style", "dashed"));
+        } else if v.failing {
+            a.push(attr("color", ALARM));
+            a.push(attr("penwidth", "2"));
+        } else {
+            a.push(attr("color", color));
+        }
+        if s.implicit.is_some() && v.label.is_some() {
+            a.push(attr("style", "dashed"));
+        }
+        stmts.push(node(&format!("k{i}"), a));
+    }
+}
+
+fn component_node(df: &Dataflow, an: &Analysis, cid: CompId, points: &[&PointOfOrder]) -> Stmt {
+    let c = df.component(cid);
+    let mut rows = vec![(format!("<B>{}</B>", html(&c.name)), None)];
+    if c.replicated {
+        rows.push((small("replicated", Some("#4a148c")), None));
+    }
+    match c.order {
+        Some(Order::Global) => rows.push((small("order: global", None), None)),
+        Some(Order::Keys(k)) => rows.push((
+            small(&format!("order: {}", html(&df.keys.display(k))), None),
+            None,
+        )),
+        None => {}
+    }
+    for (pi, p) in c.paths.iter().enumerate() {
+        let ann = match (p.annotation, p.gate) {
+            (Annotation::OR | Annotation::OW, Some(g)) => {
+                format!("{}({})", p.annotation.as_str(), g.display(&df.keys))
+            }
+            (a, _) => a.as_str().to_string(),
+        };
+        let text = format!(
+            "{} → {}  {}",
+            html(&df.iface(p.input).name),
+            html(&df.iface(p.output).name),
+            html(&ann)
+        );
+        match points.iter().find(|pt| pt.path == pi) {
+            Some(pt) => {
+                let why = match (pt.kind, p.annotation) {
+                    (crate::analysis::PointKind::NdRead, _) => "unprotected read",
+                    // A confluent write only taints state when fed a transient disagreement.
+                    (_, Annotation::CW) => "transient write",
+                    _ => "unordered write",
+                };
+                rows.push((
+                    small(
+                        &format!(
+                            "⚠ {text}<BR/>point of order: {why} of {}",
+                            html(&pt.input_label.display(&df.keys))
+                        ),
+                        Some(ALARM),
+                    ),
+                    Some("#ffebee"),
+                ));
+            }
+            None => rows.push((small(&text, None), None)),
+        }
+    }
+    let unreached = c
+        .inputs
+        .iter()
+        .all(|i| an.labels.iface[i.index()].is_none());
+    let mut a = vec![
+        attr("shape", if c.replicated { "box3d" } else { "box" }),
+        html_attr("label", &table(&rows)),
+        attr(
+            "tooltip",
+            &format!(
+                "component {}{}",
+                c.name,
+                if c.replicated { " (replicated)" } else { "" }
+            ),
+        ),
+    ];
+    if unreached {
+        a.push(attr("color", GREY));
+        a.push(attr("fontcolor", GREY));
+        a.push(attr("style", "dashed"));
+    } else if !points.is_empty() {
+        a.push(attr("color", ALARM));
+        a.push(attr("penwidth", "2"));
+    }
+    node(&comp_id(cid), a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes() {
+        assert_eq!(html("a<b>&\"c"), "a&lt;b&gt;&amp;&quot;c");
+        assert_eq!(quoted("a\"b\\"), Id::Escaped("\"a\\\"b\\\\\"".into()));
+    }
+}
