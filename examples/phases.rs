@@ -8,7 +8,15 @@ use std::time::Instant;
 fn peak_mib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.split_whitespace().nth(1).unwrap_or("0").parse::<u64>().unwrap_or(0)))
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .unwrap_or("0")
+                    .parse::<u64>()
+                    .unwrap_or(0)
+            })
+        })
         .unwrap_or(0)
         / 1024
 }
@@ -83,5 +91,7 @@ fn main() {
     println!("propagate                     {propagate_s:8.3} s");
     println!("analyze (incl. propagate)     {analyze_s:8.3} s");
     println!("json ({} bytes)       {json_s:8.3} s", json.len());
-    println!("peak MiB: after baseline {baseline_m}, after spec {parse_m}, after analyze {analyze_m}, after json {json_m}");
+    println!(
+        "peak MiB: after baseline {baseline_m}, after spec {parse_m}, after analyze {analyze_m}, after json {json_m}"
+    );
 }
