@@ -714,6 +714,13 @@ struct Move {
 /// Greedy: repeatedly take the move (add a candidate, replacing one it conflicts with) that
 /// lowers the score (failing sinks; points of order plus unsealed arrivals at them) the most
 /// per unit of added cost.
+///
+/// Lazy evaluation: a candidate's gain ratio from an earlier round is kept as an estimate,
+/// candidates are tried best estimate first, and a round stops as soon as the best fresh
+/// ratio is at least the next estimate. Gains rarely grow as the plan grows, so this usually
+/// takes the same step as trying every candidate, at a fraction of the analyses (on a
+/// 1000-component spec, thousands instead of a hundred thousand). Where a gain did grow, the
+/// step is still a valid, verified move; only its greediness is approximate.
 fn greedy(ev: &mut Evaluator, cands: &[Candidate], start: Vec<usize>) -> Option<Vec<usize>> {
     let mut chosen: Vec<usize> = start;
     let mut score = ev.score(&choices_of(cands, &chosen));
@@ -721,11 +728,25 @@ fn greedy(ev: &mut Evaluator, cands: &[Candidate], start: Vec<usize>) -> Option<
     // (removing a point also removes its arrivals), so that a cheap seal that is half of a
     // fix can beat a dearer order that fixes one point outright.
     let weight = |s: (usize, usize, usize)| s.0 * 1_000_000_000 + s.1 + s.2;
+    // `a/b > c/d` for ratios with positive denominators; `None` is an unknown (infinite)
+    // estimate.
+    let above = |x: Option<(u64, u64)>, y: (u64, u64)| x.is_none_or(|(b, d)| b * y.1 > y.0 * d);
+    let mut estimate: Vec<Option<(u64, u64)>> = vec![None; cands.len()];
     while score.0 > 0 {
+        let mut order: Vec<usize> = (0..cands.len()).filter(|i| !chosen.contains(i)).collect();
+        // Best estimate first (unknown first), ties by candidate order: deterministic.
+        order.sort_by(|&i, &j| match (estimate[i], estimate[j]) {
+            (None, None) => i.cmp(&j),
+            (None, Some(_)) => std::cmp::Ordering::Less,
+            (Some(_), None) => std::cmp::Ordering::Greater,
+            (Some((b1, d1)), Some((b2, d2))) => (b2 * d1).cmp(&(b1 * d2)).then(i.cmp(&j)),
+        });
         let mut best: Option<Move> = None;
-        for i in 0..cands.len() {
-            if chosen.contains(&i) {
-                continue;
+        for i in order {
+            if let Some(m) = &best
+                && !above(estimate[i], (m.benefit, m.delta))
+            {
+                break;
             }
             let mut next: Vec<usize> = chosen
                 .iter()
@@ -734,18 +755,19 @@ fn greedy(ev: &mut Evaluator, cands: &[Candidate], start: Vec<usize>) -> Option<
                 .collect();
             next.push(i);
             let s = ev.score(&choices_of(cands, &next));
+            let delta =
+                (total_cost(cands, &next) as i64 - total_cost(cands, &chosen) as i64).max(1) as u64;
             if weight(s) >= weight(score) {
+                estimate[i] = Some((0, delta));
                 continue;
             }
             let benefit = (weight(score) - weight(s)) as u64;
-            let delta =
-                (total_cost(cands, &next) as i64 - total_cost(cands, &chosen) as i64).max(1) as u64;
-            // Compare benefit/delta by cross-multiplication; first best wins ties.
-            let better = match &best {
-                None => true,
-                Some(m) => benefit * m.delta > m.benefit * delta,
-            };
-            if better {
+            estimate[i] = Some((benefit, delta));
+            // First best wins ties.
+            if best
+                .as_ref()
+                .is_none_or(|m| benefit * m.delta > m.benefit * delta)
+            {
                 best = Some(Move {
                     benefit,
                     delta,
