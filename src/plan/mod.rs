@@ -80,9 +80,9 @@ Algorithm:
      still fails a sink), seeded with the greedy plan. It is exact: no cheaper combination
      of candidates exists. Above 24 candidates, or past 20000 analyses, the plan is greedy:
      repeatedly add the candidate with the best (repaired sinks; removed points of order
-     plus newly sealed streams into them) per unit of cost, once from nothing and once
-     from every source's cheapest seal, and keep the cheaper. The output says which search
-     was used.
+     plus newly sealed streams into them) per unit of cost (lazily: earlier gains serve as
+     estimates), once from nothing and once from every source's cheapest seal, and keep the
+     cheaper. The output says which search was used.
   5. Irredundancy: drop every mechanism whose removal keeps every sink safe (a no-op for
      an exact plan). For each kept mechanism the plan reports the points of order and the
      sinks that fail again without it: that is why it is there.
