@@ -2,8 +2,9 @@
 //!
 //! The library reads a dataflow spec ([`spec`]), resolves it into an IR ([`graph`]), derives
 //! stream labels and points of order ([`analysis`]) over the label lattice ([`label`]), and
-//! renders the results ([`report`]). It does no file IO and never prints: the binary
-//! (`src/main.rs`, [`cli`]) is the edge.
+//! renders the results ([`report`]). The analyzer does no file IO and never prints: the
+//! binary (`src/main.rs`, [`cli`]) is the edge. [`runtime`] is the other half: the mechanisms
+//! that enforce a coordination plan in services, independent of the analyzer.
 
 pub mod analysis;
 pub mod check;
@@ -16,4 +17,7 @@ pub mod label;
 pub mod plan;
 pub mod render;
 pub mod report;
+/// Replication runtime: durable log, sequencer, keyed sessions, seal barrier, replicated state
+/// machines and dedup. Independent of the analyzer; see `docs/runtime.md`.
+pub mod runtime;
 pub mod spec;

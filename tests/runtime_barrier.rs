@@ -1,0 +1,374 @@
+//! Seal barrier under seeded schedules: several producers send word records and seals for
+//! several batches; the network reorders everything (seals often overtake data), duplicates
+//! some messages, and delays others. Behind the barrier sits the paper's order-sensitive word
+//! count, `OW(word, batch)`, which commits each batch's counts once to a write-once sink.
+//!
+//! Properties: every batch is released exactly once, with exactly its records, in a fixed
+//! order; the committed counts are the true counts on every schedule; the buffer never exceeds
+//! its limit; only late duplicates are rejected. Negative control: the same consumer without the
+//! barrier (commit a batch's running counts when a seal for it arrives) commits wrong counts on
+//! some schedules.
+
+use std::collections::BTreeMap;
+
+use blazes::runtime::{BarrierError, Release, SealBarrier};
+use proptest::prelude::*;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Msg {
+    Record {
+        producer: u64,
+        batch: u32,
+        index: u64,
+        word: String,
+    },
+    Seal {
+        producer: u64,
+        batch: u32,
+        count: u64,
+    },
+}
+
+/// Counts per (batch, word), as committed to the sink.
+type Counts = BTreeMap<(u32, String), u64>;
+
+struct Workload {
+    producers: u64,
+    batches: u32,
+    /// records[producer][batch] = words.
+    records: Vec<Vec<Vec<String>>>,
+}
+
+fn workload(producers: u64, batches: u32, sizes: &[u8]) -> Workload {
+    let mut k = 0;
+    let records = (0..producers)
+        .map(|p| {
+            (0..batches)
+                .map(|b| {
+                    let n = sizes[k % sizes.len()] as usize % 4;
+                    k += 1;
+                    (0..n)
+                        .map(|i| format!("w{}", (p as usize + b as usize + i) % 3))
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    Workload {
+        producers,
+        batches,
+        records,
+    }
+}
+
+impl Workload {
+    fn messages(&self) -> Vec<Msg> {
+        let mut out = Vec::new();
+        for p in 0..self.producers {
+            for b in 0..self.batches {
+                let words = &self.records[p as usize][b as usize];
+                for (i, w) in words.iter().enumerate() {
+                    out.push(Msg::Record {
+                        producer: p,
+                        batch: b,
+                        index: i as u64,
+                        word: w.clone(),
+                    });
+                }
+                out.push(Msg::Seal {
+                    producer: p,
+                    batch: b,
+                    count: words.len() as u64,
+                });
+            }
+        }
+        out
+    }
+
+    fn true_counts(&self) -> Counts {
+        let mut c = Counts::new();
+        for p in &self.records {
+            for (b, words) in p.iter().enumerate() {
+                for w in words {
+                    *c.entry((b as u32, w.clone())).or_default() += 1;
+                }
+            }
+        }
+        c
+    }
+
+    fn batch_records(&self, b: u32) -> Vec<String> {
+        self.records
+            .iter()
+            .flat_map(|p| p[b as usize].iter().cloned())
+            .collect()
+    }
+
+    fn total(&self) -> usize {
+        self.records.iter().flatten().map(Vec::len).sum()
+    }
+}
+
+/// Delivers the workload's messages in a seeded order, duplicating some.
+fn schedule(rng: &mut Rng, mut network: Vec<Msg>, mut deliver: impl FnMut(&Msg) -> bool) {
+    while !network.is_empty() {
+        let i = rng.below(network.len());
+        let msg = network[i].clone();
+        let duplicate = rng.below(5) == 0;
+        // `deliver` returns false for back-pressure: the message stays in flight.
+        if deliver(&msg) && !duplicate {
+            network.swap_remove(i);
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct BarrierRun {
+    releases: Vec<Release<u32, String>>,
+    sink: Counts,
+    late_rejections: usize,
+    max_buffered: usize,
+}
+
+fn with_barrier(w: &Workload, seed: u64, limit: usize) -> BarrierRun {
+    let mut rng = Rng(seed);
+    let mut barrier: SealBarrier<u32, String> = SealBarrier::new(0..w.producers, limit);
+    let mut run = BarrierRun::default();
+    schedule(&mut rng, w.messages(), |m| {
+        let r = match m {
+            Msg::Record {
+                producer,
+                batch,
+                index,
+                word,
+            } => barrier.offer_record(*producer, *batch, *index, word.clone()),
+            Msg::Seal {
+                producer,
+                batch,
+                count,
+            } => barrier.offer_seal(*producer, *batch, *count),
+        };
+        run.max_buffered = run.max_buffered.max(barrier.buffered());
+        match r {
+            Ok(Some(release)) => {
+                // The order-sensitive count sees one complete batch and commits it once.
+                let mut counts = Counts::new();
+                for word in &release.records {
+                    *counts.entry((release.partition, word.clone())).or_default() += 1;
+                }
+                for (k, v) in counts {
+                    run.sink.entry(k).or_insert(v);
+                }
+                run.releases.push(release);
+                true
+            }
+            Ok(None) => true,
+            Err(BarrierError::AlreadyReleased { .. }) => {
+                run.late_rejections += 1;
+                true
+            }
+            Err(BarrierError::Full { .. }) => false,
+            Err(e) => panic!("unexpected barrier error: {e}"),
+        }
+    });
+    run
+}
+
+/// The control: the same count with no barrier, committing a batch's running counts whenever
+/// a seal for the batch arrives (the first commit of a (batch, word) is the one that sticks).
+fn without_barrier(w: &Workload, seed: u64) -> Counts {
+    let mut rng = Rng(seed);
+    let mut running = Counts::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut sink = Counts::new();
+    schedule(&mut rng, w.messages(), |m| {
+        match m {
+            Msg::Record {
+                producer,
+                batch,
+                index,
+                word,
+            } => {
+                if seen.insert((*producer, *batch, *index)) {
+                    *running.entry((*batch, word.clone())).or_default() += 1;
+                }
+            }
+            Msg::Seal { batch, .. } => {
+                for (k, v) in running.range((*batch, String::new())..(*batch + 1, String::new())) {
+                    sink.entry(k.clone()).or_insert(*v);
+                }
+            }
+        }
+        true
+    });
+    sink
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn sealed_batches_release_once_with_exactly_their_records(
+        seed in any::<u64>(),
+        producers in 1u64..4,
+        batches in 1u32..5,
+        sizes in prop::collection::vec(any::<u8>(), 1..16),
+    ) {
+        let w = workload(producers, batches, &sizes);
+        let run = with_barrier(&w, seed, w.total().max(1));
+        let mut released: Vec<u32> = run.releases.iter().map(|r| r.partition).collect();
+        released.sort();
+        prop_assert_eq!(released, (0..batches).collect::<Vec<_>>());
+        for r in &run.releases {
+            prop_assert_eq!(&r.records, &w.batch_records(r.partition));
+        }
+        prop_assert_eq!(&run.sink, &w.true_counts());
+        prop_assert!(run.max_buffered <= w.total().max(1));
+    }
+}
+
+/// Negative control: without the barrier the order-sensitive count commits wrong counts.
+#[test]
+fn negative_control_without_barrier_counts_differ() {
+    let w = workload(3, 3, &[3, 2, 1, 3, 3, 2, 1, 2, 3]);
+    let truth = w.true_counts();
+    let mut wrong = 0;
+    for seed in 0..32 {
+        if without_barrier(&w, seed) != truth {
+            wrong += 1;
+        }
+        assert_eq!(with_barrier(&w, seed, w.total()).sink, truth);
+    }
+    assert!(wrong > 0, "the harness must be able to find a wrong count");
+}
+
+/// Back-pressure: with a limit below the workload, offers are refused (not dropped) and a
+/// producer that retries in batch order still gets every batch through.
+#[test]
+fn back_pressure_refuses_without_losing() {
+    let w = workload(2, 4, &[3, 3, 3, 3, 3, 3, 3, 3]);
+    let limit = 6; // one batch of 2 x 3 records
+    let mut barrier: SealBarrier<u32, String> = SealBarrier::new(0..2, limit);
+    let mut refused = 0;
+    let mut released = Vec::new();
+    // Producers interleave record by record, batch after batch: the stream's natural order.
+    let mut queue = std::collections::VecDeque::from(w.messages());
+    queue.make_contiguous().sort_by_key(|m| match m {
+        Msg::Record {
+            batch,
+            index,
+            producer,
+            ..
+        } => (*batch, 0, *index, *producer),
+        Msg::Seal {
+            batch, producer, ..
+        } => (*batch, 1, 0, *producer),
+    });
+    while let Some(m) = queue.pop_front() {
+        let r = match &m {
+            Msg::Record {
+                producer,
+                batch,
+                index,
+                word,
+            } => barrier.offer_record(*producer, *batch, *index, word.clone()),
+            Msg::Seal {
+                producer,
+                batch,
+                count,
+            } => barrier.offer_seal(*producer, *batch, *count),
+        };
+        match r {
+            Ok(Some(rel)) => released.push(rel.partition),
+            Ok(None) => {}
+            Err(BarrierError::Full { limit: l }) => {
+                assert_eq!(l, limit);
+                refused += 1;
+                queue.push_back(m);
+            }
+            Err(e) => panic!("{e}"),
+        }
+        assert!(barrier.buffered() <= limit);
+    }
+    assert_eq!(released, vec![0, 1, 2, 3]);
+    assert_eq!(
+        refused, 0,
+        "batch-ordered delivery fits in one batch of buffer"
+    );
+
+    // A stream that runs ahead of its seals hits the limit and is pushed back.
+    let mut b: SealBarrier<u32, u32> = SealBarrier::new([0], 2);
+    b.offer_record(0, 0, 0, 1).unwrap();
+    b.offer_record(0, 1, 0, 1).unwrap();
+    assert_eq!(
+        b.offer_record(0, 2, 0, 1),
+        Err(BarrierError::Full { limit: 2 })
+    );
+    assert!(b.offer_seal(0, 0, 1).unwrap().is_some());
+    assert!(
+        b.offer_record(0, 2, 0, 1).is_ok(),
+        "room again after a release"
+    );
+}
+
+#[test]
+fn errors_are_reported_not_merged() {
+    let mut b: SealBarrier<&str, u32> = SealBarrier::new([1, 2], 100);
+    b.offer_seal(1, "x", 1).unwrap();
+    assert!(matches!(
+        b.offer_record(1, "x", 1, 5),
+        Err(BarrierError::Overflow {
+            announced: 1,
+            index: 1,
+            ..
+        })
+    ));
+    assert!(matches!(
+        b.offer_seal(1, "x", 2),
+        Err(BarrierError::SealConflict {
+            first: 1,
+            second: 2,
+            ..
+        })
+    ));
+    assert!(matches!(
+        b.offer_record(3, "x", 0, 5),
+        Err(BarrierError::UnknownProducer { producer: 3, .. })
+    ));
+    b.offer_record(1, "x", 0, 5).unwrap();
+    assert!(matches!(
+        b.offer_record(1, "x", 0, 6),
+        Err(BarrierError::RecordConflict { .. })
+    ));
+    let rel = b.offer_seal(2, "x", 0).unwrap().unwrap();
+    assert_eq!(rel.records, vec![5]);
+    let err = b.offer_record(2, "x", 0, 1).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "partition \"x\" was already released; the late message from producer 2 is rejected"
+    );
+    // A partition whose membership view names a single producer completes on that seal alone.
+    assert!(b.set_producers("solo", [2]).unwrap().is_none());
+    assert_eq!(
+        b.offer_seal(2, "solo", 0).unwrap().map(|r| r.records),
+        Some(vec![])
+    );
+    assert!(matches!(
+        b.set_producers("solo", [1, 2]),
+        Err(BarrierError::ViewAfterRelease { .. })
+    ));
+}
