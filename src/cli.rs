@@ -313,7 +313,7 @@ pub struct RenderArgs {
     /// Write to FILE (atomically) instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Also draw the coordination mechanisms where they go (currently the seal barriers).
+    /// Also draw the mechanisms of `blazes plan` where they go: added seals, orders, seal barriers.
     #[arg(long)]
     pub plan: bool,
     #[command(flatten)]
@@ -417,7 +417,8 @@ fn run_render(args: &RenderArgs) -> i32 {
         return EXIT_INVALID;
     };
     let drawn = if args.plan {
-        crate::render::barriers(&a.dataflow, &a.analysis)
+        let plan = crate::plan::plan(&a.dataflow, &crate::plan::Options::default());
+        crate::render::mechanisms(&a.dataflow, &plan)
     } else {
         Vec::new()
     };
