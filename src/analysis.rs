@@ -30,7 +30,7 @@ pub enum FailOn {
 }
 
 impl FailOn {
-    fn fails(self, l: Label) -> bool {
+    pub fn fails(self, l: Label) -> bool {
         match self {
             FailOn::Run => l.rank() >= 2,
             FailOn::Inst => l.rank() >= 3,
@@ -108,6 +108,7 @@ pub struct Analysis {
     pub barriers: Vec<SealBarrier>,
     pub sinks: Vec<SinkVerdict>,
     /// Findings (points of order, unsafe sinks) and warnings, sorted by position.
+    /// `check::check_bytes` moves them into `Analysed::diagnostics`, leaving this empty.
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -857,7 +858,8 @@ fn findings(
         let own = sink.implicit.map(|o| df.ifaces[o.index()].component);
         let culprit = producers
             .chain(own)
-            .find(|c| has_point[c.index()])
+            .filter(|c| has_point[c.index()])
+            .min_by_key(|c| c.index())
             .map(|c| df.components[c.index()].name.clone());
         let help = match culprit {
             Some(c) => format!(

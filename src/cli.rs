@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::analysis::FailOn;
-use crate::check::{self, EXIT_CLEAN, EXIT_INVALID, FileReport, Options, Outcome};
+use crate::check::{self, EXIT_CLEAN, EXIT_FINDINGS, EXIT_INVALID, FileReport, Options, Outcome};
 use crate::codes;
 use crate::diagnostic::{Diagnostic, Span};
 use crate::report;
@@ -37,12 +37,19 @@ pub enum Command {
     /// Exit status: 0 when the graph was written, 2 when the spec is invalid or the output
     /// cannot be produced.
     Render(RenderArgs),
-    /// Print the long explanation of a diagnostic code (`blazes explain C001`); without a
-    /// code, list every code.
+    /// Print the long explanation of a diagnostic code (`blazes explain C001`) or of a topic
+    /// (`blazes explain plan`); without an argument, list every code.
     Explain {
-        /// A code (`C001`) or its name (`unordered-write`).
+        /// A code (`C001`), its name (`unordered-write`), or the topic `plan`.
         code: Option<String>,
     },
+    /// Find the cheapest coordination (seals, keyed or global orders) that makes every sink
+    /// meet its tolerance, and optionally write it into a copy of the spec.
+    ///
+    /// Exit status: 0 when the spec is ok or the plan repairs it, 1 when nothing in reach
+    /// repairs it, 2 when the spec is invalid, the usage is wrong or the output cannot be
+    /// written. `blazes explain plan` describes the cost model and the search.
+    Plan(PlanArgs),
     /// Write a random, valid spec of a given size (for benchmarks and stress tests).
     Gen(GenArgs),
 }
@@ -246,14 +253,22 @@ fn run_check(args: &CheckArgs) -> i32 {
         Format::Github => report::github::render(&reports),
     };
     write_out(&text);
-    reports
+    let code = reports
         .iter()
         .map(FileReport::exit_code)
         .max()
-        .unwrap_or(EXIT_CLEAN)
+        .unwrap_or(EXIT_CLEAN);
+    // The process exits next: freeing a 100k-component analysis piece by piece costs a tenth
+    // of the run, and the OS reclaims it anyway.
+    std::mem::forget(reports);
+    code
 }
 
 fn run_explain(code: Option<&str>) -> i32 {
+    if code == Some("plan") {
+        write_out(crate::plan::EXPLAIN);
+        return EXIT_CLEAN;
+    }
     match code {
         None => {
             let mut s = String::from("Diagnostic codes (`blazes explain CODE` for details):\n\n");
@@ -266,6 +281,7 @@ fn run_explain(code: Option<&str>) -> i32 {
                     c.summary
                 ));
             }
+            s.push_str("\nTopics:\n\n  plan  the cost model and search of `blazes plan`\n");
             write_out(&s);
             EXIT_CLEAN
         }
@@ -310,7 +326,7 @@ pub struct RenderArgs {
     /// Write to FILE (atomically) instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Also draw the coordination mechanisms where they go (currently the seal barriers).
+    /// Also draw the mechanisms of `blazes plan` where they go: added seals, orders, seal barriers.
     #[arg(long)]
     pub plan: bool,
     #[command(flatten)]
@@ -414,7 +430,8 @@ fn run_render(args: &RenderArgs) -> i32 {
         return EXIT_INVALID;
     };
     let drawn = if args.plan {
-        crate::render::barriers(&a.dataflow, &a.analysis)
+        let plan = crate::plan::plan(&a.dataflow, &crate::plan::Options::default());
+        crate::render::mechanisms(&a.dataflow, &plan)
     } else {
         Vec::new()
     };
@@ -489,6 +506,167 @@ pub fn run() -> i32 {
         Command::Check(args) => run_check(args),
         Command::Render(args) => run_render(args),
         Command::Explain { code } => run_explain(code.as_deref()),
+        Command::Plan(args) => run_plan(args),
         Command::Gen(args) => run_gen(args),
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlanFormat {
+    Human,
+    Yaml,
+    Json,
+}
+
+/// A kind of mechanism the plan may add (`--allow`).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MechanismArg {
+    /// `seal:` on a source that declares the key `sealable`.
+    Seal,
+    /// `order: [keys]` on a component.
+    Keyed,
+    /// `order: global` on a component.
+    Global,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PlanArgs {
+    /// The spec to plan; `-` reads standard input.
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    /// Output format of the plan.
+    #[arg(long, value_enum, default_value_t = PlanFormat::Human)]
+    pub format: PlanFormat,
+    /// Write the spec with the plan's mechanisms recorded in it to OUT (atomically). Refuses
+    /// to overwrite SPEC unless --in-place is given.
+    #[arg(long, value_name = "OUT")]
+    pub apply: Option<PathBuf>,
+    /// Allow writing the plan into SPEC itself (alone, it means `--apply SPEC`).
+    #[arg(long)]
+    pub in_place: bool,
+    /// How bad a sink's label must be to need repair (a sink's own `tolerate` still wins).
+    #[arg(long, value_enum, default_value_t = FailOnArg::Run)]
+    pub fail_on: FailOnArg,
+    /// Mechanisms the plan may add, comma-separated (e.g. `--allow seal,keyed` for a runtime
+    /// without a sequencer).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_values_t = [MechanismArg::Seal, MechanismArg::Keyed, MechanismArg::Global]
+    )]
+    pub allow: Vec<MechanismArg>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+fn fail_on_of(a: FailOnArg) -> FailOn {
+    match a {
+        FailOnArg::Run => FailOn::Run,
+        FailOnArg::Inst => FailOn::Inst,
+        FailOnArg::Diverge => FailOn::Diverge,
+        FailOnArg::Never => FailOn::Never,
+    }
+}
+
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        std::io::ErrorKind::IsADirectory => "it is a directory".to_string(),
+        _ => e.to_string(),
+    }
+}
+
+fn run_plan(args: &PlanArgs) -> i32 {
+    let stdin = args.spec.as_os_str() == "-";
+    let out = match (&args.apply, args.in_place) {
+        (Some(p), _) => Some(p.clone()),
+        (None, true) => Some(args.spec.clone()),
+        (None, false) => None,
+    };
+    if let Some(o) = &out {
+        if stdin && args.in_place {
+            eprintln!("error: --in-place needs a spec file, not standard input");
+            return EXIT_INVALID;
+        }
+        if !args.in_place && !stdin && same_file(&args.spec, o) {
+            eprintln!(
+                "error: refusing to overwrite the input spec `{}`; pass --in-place to edit it, or --apply another file",
+                args.spec.display()
+            );
+            return EXIT_INVALID;
+        }
+    }
+    let limits = args.limits.limits();
+    let options = Options {
+        fail_on: fail_on_of(args.fail_on),
+        limits: limits.clone(),
+    };
+    let report = check_files(std::slice::from_ref(&args.spec), &options)
+        .pop()
+        .expect("one report per spec");
+    let analysed = match &report.outcome {
+        Outcome::Analysed(a) => a,
+        Outcome::Invalid(_) => {
+            let text = report::human::render(
+                std::slice::from_ref(&report),
+                report::human::Style {
+                    color: false,
+                    ..Default::default()
+                },
+            );
+            eprint!("{text}");
+            return EXIT_INVALID;
+        }
+    };
+    let plan_options = crate::plan::Options {
+        fail_on: options.fail_on,
+        allowed: crate::plan::Allowed {
+            seal: args.allow.contains(&MechanismArg::Seal),
+            keyed: args.allow.contains(&MechanismArg::Keyed),
+            global: args.allow.contains(&MechanismArg::Global),
+        },
+        ..Default::default()
+    };
+    let plan = crate::plan::plan(&analysed.dataflow, &plan_options);
+    let text = match args.format {
+        PlanFormat::Human => report::plan_human::render(&report.path, &plan),
+        PlanFormat::Json => report::plan_json::render(&report.path, &plan),
+        PlanFormat::Yaml => report::plan_yaml::render(&report.path, &plan),
+    };
+    write_out(&text);
+    let unrepairable = plan.status == crate::plan::Status::Unrepairable;
+    if let Some(o) = out {
+        if unrepairable {
+            eprintln!(
+                "error: nothing written to `{}`: the plan cannot repair this spec",
+                o.display()
+            );
+            return EXIT_FINDINGS;
+        }
+        let edited = crate::plan::apply::apply_verified(
+            &report.text,
+            &analysed.spec,
+            &plan,
+            &limits,
+            options.fail_on,
+        );
+        let written = edited.and_then(|t| {
+            write_atomically(&o, t.as_bytes())
+                .map_err(|e| format!("cannot write `{}`: {}", o.display(), io_reason(&e)))
+        });
+        match written {
+            Ok(()) => eprintln!("wrote the planned spec to `{}`", o.display()),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_INVALID;
+            }
+        }
+    }
+    if unrepairable {
+        EXIT_FINDINGS
+    } else {
+        EXIT_CLEAN
     }
 }

@@ -1,5 +1,5 @@
 //! Support for the fuzz targets (`fuzz/`) and the corpus tests (`tests/fuzz_corpus.rs`): the
-//! whole pipeline (read, analyse, every report format, DOT) with its invariants checked, and a structure-aware mutator of specs.
+//! whole pipeline (read, analyse, every report format, plan and its applied edit, DOT) with its invariants checked, and a structure-aware mutator of specs.
 //!
 //! It lives in the library, not in the fuzz crate, so that the regular test suite runs exactly
 //! what the fuzzers run: a crash input committed under `fuzz/regressions/` fails `cargo test`
@@ -49,15 +49,7 @@ pub fn pipeline(bytes: &[u8], options: &Options) -> i32 {
     serde_json::from_str::<serde_json::Value>(&sarif).expect("the SARIF output parses");
     report::github::render(std::slice::from_ref(&report));
     let dot = match &report.outcome {
-        Outcome::Analysed(a) => {
-            let drawn = render::barriers(&a.dataflow, &a.analysis);
-            let dot = render::to_dot(&a.dataflow, &a.analysis, &drawn);
-            assert!(
-                dot.starts_with("digraph") && dot.trim_end().ends_with('}'),
-                "DOT: {dot}"
-            );
-            Some(dot)
-        }
+        Outcome::Analysed(a) => Some(plan_and_draw(&report, a, options)),
         Outcome::Invalid(_) => None,
     };
     // HashMap iteration differs between instances: a second run catches output that depends
@@ -71,15 +63,47 @@ pub fn pipeline(bytes: &[u8], options: &Options) -> i32 {
             "JSON output is not deterministic"
         );
         if let (Outcome::Analysed(a), Some(dot)) = (&again.outcome, &dot) {
-            let drawn = render::barriers(&a.dataflow, &a.analysis);
             assert_eq!(
-                &render::to_dot(&a.dataflow, &a.analysis, &drawn),
+                &plan_and_draw(&again, a, options),
                 dot,
-                "DOT output is not deterministic"
+                "plan or DOT output is not deterministic"
             );
         }
     }
     code
+}
+
+/// `blazes plan` (with `--apply`'s verified edit) and `blazes render --plan` on an analysed
+/// spec; returns the DOT and the plan's JSON, for the determinism check.
+fn plan_and_draw(r: &FileReport, a: &check::Analysed, options: &Options) -> String {
+    let plan = crate::plan::plan(&a.dataflow, &crate::plan::Options::default());
+    let json = report::plan_json::render(&r.path, &plan);
+    serde_json::from_str::<serde_json::Value>(&json).expect("the plan's JSON parses");
+    report::plan_human::render(&r.path, &plan);
+    report::plan_yaml::render(&r.path, &plan);
+    if plan.status != crate::plan::Status::Unrepairable
+        && let Ok(edited) = crate::plan::apply::apply_verified(
+            &r.text,
+            &a.spec,
+            &plan,
+            &options.limits,
+            options.fail_on,
+        )
+    {
+        let again = check::check_bytes("applied.yaml", edited.as_bytes(), options);
+        assert_ne!(
+            again.exit_code(),
+            EXIT_INVALID,
+            "plan --apply wrote an invalid spec"
+        );
+    }
+    let drawn = render::mechanisms(&a.dataflow, &plan);
+    let dot = render::to_dot(&a.dataflow, &a.analysis, &drawn);
+    assert!(
+        dot.starts_with("digraph") && dot.trim_end().ends_with('}'),
+        "DOT: {dot}"
+    );
+    dot + &json
 }
 
 fn check_diagnostics(r: &FileReport) {

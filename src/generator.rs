@@ -136,9 +136,7 @@ pub fn generate(o: &GenOptions) -> String {
     out.push_str("streams:\n");
     // Fan-out is bounded by giving every producer at most 4 consumers.
     let mut fanout = vec![0u8; n];
-    // `c` is the component's number in the written spec, not only an index into `has_fb`.
-    #[allow(clippy::needless_range_loop)]
-    for c in 0..n {
+    for (c, &fb) in has_fb.iter().enumerate() {
         let layer = c / width;
         let fan_in = 1 + rng.below(if layer == 0 { 1 } else { 4 });
         let mut picked: Vec<usize> = Vec::with_capacity(fan_in);
@@ -163,7 +161,7 @@ pub fn generate(o: &GenOptions) -> String {
             let p = p.min(c - 1);
             let _ = writeln!(out, "  - {{ from: C{p}.out, to: C{c}.in }}");
         }
-        if has_fb[c] {
+        if fb {
             // A back edge from a later layer closes a cycle through this component.
             let later = ((layer + 1) * width..n).len();
             let p = (layer + 1) * width + rng.below(later);

@@ -8,7 +8,9 @@
 //!
 //! Must not know: labels beyond the key sets, how results are printed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeSet;
+
+use foldhash::{HashMap, HashMapExt};
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
@@ -251,13 +253,13 @@ impl Builder {
         let mut incomplete: Vec<bool> = Vec::new();
         // Per component: interface name -> id, inputs and outputs separately (the same name may
         // be both an input and an output, as in the paper's Cache).
-        let mut inputs_by_name: Vec<HashMap<&str, IfaceId>> = Vec::new();
-        let mut outputs_by_name: Vec<HashMap<&str, IfaceId>> = Vec::new();
+        let mut inputs_by_name: Vec<Ifaces<'s>> = Vec::with_capacity(spec.components.len());
+        let mut outputs_by_name: Vec<Ifaces<'s>> = Vec::with_capacity(spec.components.len());
         for decl in &spec.components {
             let cid = CompId(components.len() as u32);
             comp_index.insert(&decl.name.text, cid);
-            let mut ins: HashMap<&str, IfaceId> = HashMap::new();
-            let mut outs: HashMap<&str, IfaceId> = HashMap::new();
+            let mut ins = Ifaces::default();
+            let mut outs = Ifaces::default();
             let mut c = Component {
                 name: decl.name.text.clone(),
                 span: decl.name.span,
@@ -269,27 +271,25 @@ impl Builder {
                 outputs: Vec::new(),
             };
             for p in &decl.paths {
-                let mut iface = |name: &'s spec::Name,
-                                 dir: Direction,
-                                 map: &mut HashMap<&'s str, IfaceId>|
-                 -> IfaceId {
-                    *map.entry(&name.text).or_insert_with(|| {
-                        let id = IfaceId(ifaces.len() as u32);
-                        ifaces.push(Iface {
-                            component: cid,
-                            name: name.text.clone(),
-                            direction: dir,
-                            span: name.span,
-                            streams: Vec::new(),
-                            implicit_sink: None,
-                        });
-                        match dir {
-                            Direction::Input => c.inputs.push(id),
-                            Direction::Output => c.outputs.push(id),
-                        }
-                        id
-                    })
-                };
+                let mut iface =
+                    |name: &'s spec::Name, dir: Direction, map: &mut Ifaces<'s>| -> IfaceId {
+                        map.get_or_insert(&name.text, || {
+                            let id = IfaceId(ifaces.len() as u32);
+                            ifaces.push(Iface {
+                                component: cid,
+                                name: name.text.clone(),
+                                direction: dir,
+                                span: name.span,
+                                streams: Vec::new(),
+                                implicit_sink: None,
+                            });
+                            match dir {
+                                Direction::Input => c.inputs.push(id),
+                                Direction::Output => c.outputs.push(id),
+                            }
+                            id
+                        })
+                    };
                 let input = iface(&p.from, Direction::Input, &mut ins);
                 let output = iface(&p.to, Direction::Output, &mut outs);
                 let gate = p.gate.as_ref().map(|g| match g {
@@ -605,13 +605,7 @@ impl Builder {
         None
     }
 
-    fn unknown_iface(
-        &mut self,
-        e: &spec::Endpoint,
-        c: &str,
-        dir: &str,
-        known: &HashMap<&str, IfaceId>,
-    ) {
+    fn unknown_iface(&mut self, e: &spec::Endpoint, c: &str, dir: &str, known: &Ifaces<'_>) {
         let mut d = Diagnostic::new(
             &codes::DANGLING_ENDPOINT,
             format!("component {c} has no {dir} `{}`", e.name),
@@ -632,14 +626,61 @@ impl Builder {
 struct Names<'a> {
     comp_index: &'a HashMap<&'a str, CompId>,
     incomplete: &'a [bool],
-    inputs: &'a [HashMap<&'a str, IfaceId>],
-    outputs: &'a [HashMap<&'a str, IfaceId>],
+    inputs: &'a [Ifaces<'a>],
+    outputs: &'a [Ifaces<'a>],
     sources: &'a HashMap<&'a str, SourceId>,
     sinks: &'a HashMap<&'a str, SinkId>,
 }
 
+/// A component's interfaces of one direction, by name. A short vector, not a map: components
+/// have a handful of interfaces, and a map per component costs more than it saves. Past
+/// [`IFACES_INDEXED`] names a map is built as well: a hostile spec can give one component a
+/// hundred thousand interfaces, and linear lookups would make building it quadratic.
+#[derive(Default)]
+struct Ifaces<'s> {
+    list: Vec<(&'s str, IfaceId)>,
+    index: Option<HashMap<&'s str, IfaceId>>,
+}
+
+const IFACES_INDEXED: usize = 32;
+
+impl<'s> Ifaces<'s> {
+    fn get(&self, name: &str) -> Option<&IfaceId> {
+        match &self.index {
+            Some(m) => m.get(name),
+            None => self.list.iter().find(|(n, _)| *n == name).map(|(_, i)| i),
+        }
+    }
+    fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+    fn len(&self) -> usize {
+        self.list.len()
+    }
+    fn keys(&self) -> impl ExactSizeIterator<Item = &&'s str> {
+        self.list.iter().map(|(n, _)| n)
+    }
+    fn get_or_insert(&mut self, name: &'s str, make: impl FnOnce() -> IfaceId) -> IfaceId {
+        if let Some(&i) = self.get(name) {
+            return i;
+        }
+        let i = make();
+        self.list.push((name, i));
+        match &mut self.index {
+            Some(m) => {
+                m.insert(name, i);
+            }
+            None if self.list.len() > IFACES_INDEXED => {
+                self.index = Some(self.list.iter().copied().collect());
+            }
+            None => {}
+        }
+        i
+    }
+}
+
 /// Sorted, backquoted list of interface names (`none` when empty).
-fn list(names: &HashMap<&str, IfaceId>) -> String {
+fn list(names: &Ifaces<'_>) -> String {
     // A help line, not a dump: a component with thousands of interfaces would make every
     // error about it thousands of names long.
     if names.len() > 12 {
@@ -648,12 +689,12 @@ fn list(names: &HashMap<&str, IfaceId>) -> String {
             names.len()
         );
     }
-    let sorted: BTreeMap<&str, ()> = names.keys().map(|k| (*k, ())).collect();
+    let sorted: BTreeSet<&str> = names.keys().copied().collect();
     if sorted.is_empty() {
         return "none".into();
     }
     sorted
-        .keys()
+        .iter()
         .map(|k| format!("`{k}`"))
         .collect::<Vec<_>>()
         .join(", ")

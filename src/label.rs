@@ -6,7 +6,7 @@
 //!
 //! This module knows nothing of specs, graphs or output: it is the algebra only.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 /// An interned attribute name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

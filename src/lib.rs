@@ -16,6 +16,7 @@ pub mod fuzzing;
 pub mod generator;
 pub mod graph;
 pub mod label;
+pub mod plan;
 pub mod render;
 pub mod report;
 /// Replication runtime: durable log, sequencer, keyed sessions, seal barrier, replicated state

@@ -258,3 +258,27 @@ fn renders_standard_input() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).starts_with("digraph "));
 }
+
+/// `--plan` draws what `blazes plan` chose: an added seal on the source and the barrier it
+/// brings, a keyed order in front of the component, a global order for the gate `*`.
+#[test]
+fn plan_draws_the_planners_mechanisms() {
+    let sealable = stdout(&blazes(&[
+        "render",
+        "--plan",
+        "specs/wordcount-sealable.yaml",
+    ]));
+    assert!(sealable.contains("add seal: batch"), "{sealable}");
+    assert!(sealable.contains("seal barrier: batch"), "{sealable}");
+    let keyed = stdout(&blazes(&["render", "--plan", "specs/wordcount.yaml"]));
+    assert!(keyed.contains("keyed order"), "{keyed}");
+    assert!(!keyed.contains("add seal"), "{keyed}");
+    let global = stdout(&blazes(&["render", "--plan", "specs/wordcount-star.yaml"]));
+    assert!(global.contains("global order"), "{global}");
+    // Without --plan, none of it.
+    let plain = stdout(&blazes(&["render", "specs/wordcount-sealable.yaml"]));
+    assert!(
+        !plain.contains("add seal") && !plain.contains("seal barrier"),
+        "{plain}"
+    );
+}

@@ -9,16 +9,18 @@ use libfuzzer_sys::{arbitrary, fuzz_target};
 
 /// The shipped specs, compiled in so the target needs no files at run time.
 const SEEDS: &[&str] = &[
-    include_str!("../../specs/wordcount.yaml"),
-    include_str!("../../specs/wordcount-sealed.yaml"),
-    include_str!("../../specs/ad-thresh.yaml"),
-    include_str!("../../specs/ad-poor.yaml"),
-    include_str!("../../specs/ad-poor-replicated-cache.yaml"),
     include_str!("../../specs/ad-campaign.yaml"),
+    include_str!("../../specs/ad-poor-replicated-cache.yaml"),
+    include_str!("../../specs/ad-poor.yaml"),
+    include_str!("../../specs/ad-thresh.yaml"),
     include_str!("../../specs/ad-window.yaml"),
-    include_str!("../../specs/cycle.yaml"),
     include_str!("../../specs/cycle-taint.yaml"),
+    include_str!("../../specs/cycle.yaml"),
     include_str!("../../specs/replicated-stage.yaml"),
+    include_str!("../../specs/wordcount-sealable.yaml"),
+    include_str!("../../specs/wordcount-sealed.yaml"),
+    include_str!("../../specs/wordcount-star.yaml"),
+    include_str!("../../specs/wordcount.yaml"),
 ];
 
 #[derive(Debug, arbitrary::Arbitrary)]

@@ -43,17 +43,61 @@ pub enum Drawn {
     },
 }
 
-/// The seal barriers the analysis found, as mechanisms to draw (what `--plan` shows until the
-/// planner's own mechanisms are wired in).
-pub fn barriers(df: &Dataflow, an: &Analysis) -> Vec<Drawn> {
-    an.barriers
+/// The mechanisms of a coordination plan, as things to draw: the added seals and orders, and
+/// every seal barrier the runtime must provide once the plan is applied.
+pub fn mechanisms(df: &Dataflow, plan: &crate::plan::Plan) -> Vec<Drawn> {
+    use crate::graph::Order as O;
+    use crate::plan::Choice;
+    let names = |k| {
+        df.keys
+            .names(k)
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let mut out: Vec<Drawn> = plan
+        .mechanisms
         .iter()
-        .map(|b| Drawn::Barrier {
-            component: b.component,
-            input: b.input,
-            key: df.keys.names(b.key).into_iter().map(String::from).collect(),
+        .map(|m| match m.choice {
+            Choice::AddSeal { source, key } => Drawn::AddSeal {
+                source,
+                key: names(key),
+            },
+            Choice::Order {
+                component,
+                order: O::Global,
+            } => Drawn::Order {
+                component,
+                keys: None,
+            },
+            Choice::Order {
+                component,
+                order: O::Keys(k),
+            } => Drawn::Order {
+                component,
+                keys: Some(names(k)),
+            },
         })
-        .collect()
+        .collect();
+    for b in &plan.barriers {
+        let Some(component) = df.component_by_name(&b.component) else {
+            continue;
+        };
+        let input = df
+            .component(component)
+            .inputs
+            .iter()
+            .copied()
+            .find(|&i| df.iface(i).name == b.input);
+        if let Some(input) = input {
+            out.push(Drawn::Barrier {
+                component,
+                input,
+                key: b.key.clone(),
+            });
+        }
+    }
+    out
 }
 
 const FONT: &str = "Helvetica";

@@ -1,156 +1,207 @@
 //! `--format json`: one versioned document per invocation (`"version": 1`).
 //!
 //! The field names are a contract other tools read: add fields, never rename or remove them
-//! within a version.
+//! within a version. Keys are written in alphabetical order, so the document reads the same
+//! whichever serde_json features are enabled. The document is serialised straight from
+//! borrowed structs, never built as a `serde_json::Value`: on a 100k-component spec the value
+//! tree would cost more memory than the analysis itself.
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::check::{FileReport, Outcome};
 use crate::diagnostic::{Diagnostic, LineIndex};
-use crate::graph::Dataflow;
+use crate::label::Label;
 use crate::report::label_parts;
 
 pub const VERSION: u32 = 1;
 
-fn label_json(
-    obj: &mut serde_json::Map<String, Value>,
-    l: Option<crate::label::Label>,
-    df: &Dataflow,
-) {
-    let (name, key) = label_parts(l, &df.keys);
-    obj.insert("label".into(), json!(name));
-    if let Some(k) = key {
-        obj.insert("key".into(), json!(k));
-    }
+#[derive(Serialize)]
+struct Document<'a> {
+    files: Vec<File<'a>>,
+    version: u32,
 }
 
-fn diagnostics_json(diags: &[Diagnostic], text: &str, index: &LineIndex) -> Value {
-    Value::Array(
-        diags
-            .iter()
-            .map(|d| {
-                let (line, column) = d
-                    .primary
-                    .as_ref()
-                    .map_or((1, 1), |p| index.line_col(text, p.span.offset));
-                let mut o = serde_json::Map::new();
-                o.insert("code".into(), json!(d.code.id));
-                o.insert("name".into(), json!(d.code.name));
-                o.insert("severity".into(), json!(d.severity.as_str()));
-                o.insert("message".into(), json!(d.message));
-                o.insert("line".into(), json!(line));
-                o.insert("column".into(), json!(column));
-                if let Some(h) = &d.help {
-                    o.insert("help".into(), json!(h));
-                }
-                Value::Object(o)
-            })
-            .collect(),
-    )
+#[derive(Serialize)]
+struct File<'a> {
+    diagnostics: Vec<Diag<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    path: &'a str,
+    points_of_order: Vec<Point<'a>>,
+    seal_barriers: Vec<Barrier<'a>>,
+    sinks: Vec<Sink<'a>>,
+    status: &'static str,
+    streams: Vec<Stream<'a>>,
 }
 
-/// The JSON value of one file.
-pub fn file_json(r: &FileReport) -> Value {
-    let index = LineIndex::new(&r.text);
-    let mut o = serde_json::Map::new();
-    o.insert("path".into(), json!(r.path));
-    match &r.outcome {
-        Outcome::Invalid(diags) => {
-            o.insert("status".into(), json!("invalid"));
-            for k in ["sinks", "streams", "points_of_order", "seal_barriers"] {
-                o.insert(k.into(), json!([]));
+#[derive(Serialize)]
+struct Diag<'a> {
+    code: &'static str,
+    column: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    help: Option<&'a str>,
+    line: usize,
+    message: &'a str,
+    name: &'static str,
+    severity: &'static str,
+}
+
+#[derive(Serialize)]
+struct Sink<'a> {
+    failing: bool,
+    implicit: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<Vec<String>>,
+    label: &'static str,
+    name: &'a str,
+    tolerate: &'static str,
+}
+
+#[derive(Serialize)]
+struct Stream<'a> {
+    from: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<Vec<String>>,
+    label: &'static str,
+    to: &'a str,
+}
+
+#[derive(Serialize)]
+struct Point<'a> {
+    annotation: &'static str,
+    column: usize,
+    component: &'a str,
+    from: &'a str,
+    gate: Vec<String>,
+    input_label: &'static str,
+    kind: &'static str,
+    line: usize,
+    to: &'a str,
+}
+
+#[derive(Serialize)]
+struct Barrier<'a> {
+    component: &'a str,
+    input: &'a str,
+    key: Vec<&'a str>,
+    producers: &'a [String],
+}
+
+fn diagnostics<'a>(diags: &'a [Diagnostic], text: &str, index: &LineIndex) -> Vec<Diag<'a>> {
+    diags
+        .iter()
+        .map(|d| {
+            let (line, column) = d
+                .primary
+                .as_ref()
+                .map_or((1, 1), |p| index.line_col(text, p.span.offset));
+            Diag {
+                code: d.code.id,
+                column,
+                help: d.help.as_deref(),
+                line,
+                message: &d.message,
+                name: d.code.name,
+                severity: d.severity.as_str(),
             }
-            o.insert(
-                "diagnostics".into(),
-                diagnostics_json(diags, &r.text, &index),
-            );
-        }
+        })
+        .collect()
+}
+
+fn file(r: &FileReport) -> File<'_> {
+    let index = LineIndex::new(&r.text);
+    match &r.outcome {
+        Outcome::Invalid(diags) => File {
+            diagnostics: diagnostics(diags, &r.text, &index),
+            name: None,
+            path: &r.path,
+            points_of_order: Vec::new(),
+            seal_barriers: Vec::new(),
+            sinks: Vec::new(),
+            status: "invalid",
+            streams: Vec::new(),
+        },
         Outcome::Analysed(a) => {
             let df = &a.dataflow;
             let an = &a.analysis;
-            o.insert(
-                "status".into(),
-                json!(if an.failing() { "findings" } else { "ok" }),
-            );
-            o.insert("name".into(), json!(df.name));
-            let sinks: Vec<Value> = an
-                .sinks
-                .iter()
-                .map(|v| {
-                    let s = &df.sinks[v.sink.index()];
-                    let mut m = serde_json::Map::new();
-                    m.insert("name".into(), json!(s.name));
-                    label_json(&mut m, v.label, df);
-                    m.insert("tolerate".into(), json!(s.tolerate.as_str()));
-                    m.insert("implicit".into(), json!(s.implicit.is_some()));
-                    m.insert("failing".into(), json!(v.failing));
-                    Value::Object(m)
-                })
-                .collect();
-            o.insert("sinks".into(), Value::Array(sinks));
-            let streams: Vec<Value> = df
-                .streams
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    let mut m = serde_json::Map::new();
-                    m.insert("from".into(), json!(s.from_text));
-                    m.insert("to".into(), json!(s.to_text));
-                    label_json(&mut m, an.labels.stream[i], df);
-                    Value::Object(m)
-                })
-                .collect();
-            o.insert("streams".into(), Value::Array(streams));
-            let points: Vec<Value> = an
-                .points
-                .iter()
-                .map(|p| {
-                    let c = df.component(p.component);
-                    let path = &c.paths[p.path];
-                    let (line, column) = index.line_col(&r.text, path.label_span.offset);
-                    json!({
-                        "component": c.name,
-                        "from": df.iface(path.input).name,
-                        "to": df.iface(path.output).name,
-                        "kind": p.kind.as_str(),
-                        "annotation": path.annotation.as_str(),
-                        "gate": path.gate.map_or_else(Vec::new, |g| g.names(&df.keys)),
-                        "input_label": p.input_label.kind(),
-                        "line": line,
-                        "column": column,
+            let parts = |l: Option<Label>| label_parts(l, &df.keys);
+            File {
+                diagnostics: diagnostics(&a.diagnostics, &r.text, &index),
+                name: Some(&df.name),
+                path: &r.path,
+                points_of_order: an
+                    .points
+                    .iter()
+                    .map(|p| {
+                        let c = df.component(p.component);
+                        let path = &c.paths[p.path];
+                        let (line, column) = index.line_col(&r.text, path.label_span.offset);
+                        Point {
+                            annotation: path.annotation.as_str(),
+                            column,
+                            component: &c.name,
+                            from: &df.iface(path.input).name,
+                            gate: path.gate.map_or_else(Vec::new, |g| g.names(&df.keys)),
+                            input_label: p.input_label.kind(),
+                            kind: p.kind.as_str(),
+                            line,
+                            to: &df.iface(path.output).name,
+                        }
                     })
-                })
-                .collect();
-            o.insert("points_of_order".into(), Value::Array(points));
-            let barriers: Vec<Value> = an
-                .barriers
-                .iter()
-                .map(|b| {
-                    json!({
-                        "component": df.component(b.component).name,
-                        "input": df.iface(b.input).name,
-                        "key": df.keys.names(b.key),
-                        "producers": b.producers,
+                    .collect(),
+                seal_barriers: an
+                    .barriers
+                    .iter()
+                    .map(|b| Barrier {
+                        component: &df.component(b.component).name,
+                        input: &df.iface(b.input).name,
+                        key: df.keys.names(b.key),
+                        producers: &b.producers,
                     })
-                })
-                .collect();
-            o.insert("seal_barriers".into(), Value::Array(barriers));
-            o.insert(
-                "diagnostics".into(),
-                diagnostics_json(&a.diagnostics, &r.text, &index),
-            );
+                    .collect(),
+                sinks: an
+                    .sinks
+                    .iter()
+                    .map(|v| {
+                        let s = &df.sinks[v.sink.index()];
+                        let (label, key) = parts(v.label);
+                        Sink {
+                            failing: v.failing,
+                            implicit: s.implicit.is_some(),
+                            key,
+                            label,
+                            name: &s.name,
+                            tolerate: s.tolerate.as_str(),
+                        }
+                    })
+                    .collect(),
+                status: if an.failing() { "findings" } else { "ok" },
+                streams: df
+                    .streams
+                    .iter()
+                    .zip(&an.labels.stream)
+                    .map(|(s, &l)| {
+                        let (label, key) = parts(l);
+                        Stream {
+                            from: &s.from_text,
+                            key,
+                            label,
+                            to: &s.to_text,
+                        }
+                    })
+                    .collect(),
+            }
         }
     }
-    Value::Object(o)
 }
 
 /// The whole document, pretty-printed, with a trailing newline.
 pub fn render(reports: &[FileReport]) -> String {
-    let doc = json!({
-        "version": VERSION,
-        "files": reports.iter().map(file_json).collect::<Vec<_>>(),
-    });
-    let mut s = serde_json::to_string_pretty(&doc).expect("a JSON value always serialises");
+    let doc = Document {
+        files: reports.iter().map(file).collect(),
+        version: VERSION,
+    };
+    let mut s = serde_json::to_string_pretty(&doc).expect("the report serialises");
     s.push('\n');
     s
 }

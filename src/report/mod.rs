@@ -4,6 +4,9 @@
 pub mod github;
 pub mod human;
 pub mod json;
+pub mod plan_human;
+pub mod plan_json;
+pub mod plan_yaml;
 pub mod sarif;
 
 use crate::label::{Keys, Label};

@@ -267,20 +267,24 @@ fn fold(name: &str) -> String {
     name.to_lowercase()
 }
 
-/// The fields of one mapping, after unknown and duplicate fields were reported.
+/// The fields of one mapping, after unknown and duplicate fields were reported. A short
+/// vector, not a map: mappings have a handful of fields and there is one per path.
 struct Fields<'n> {
-    found: BTreeMap<&'static str, (&'n Node, &'n Node)>,
+    found: Vec<(&'static str, &'n Node, &'n Node)>,
     /// Canonical fields that an unknown field was taken for a typo of: a "missing field"
     /// error for them would only repeat the "unknown field" one.
     suggested: Vec<&'static str>,
 }
 
 impl<'n> Fields<'n> {
+    fn entry(&self, name: &str) -> Option<&(&'static str, &'n Node, &'n Node)> {
+        self.found.iter().find(|(f, _, _)| *f == name)
+    }
     fn get(&self, name: &str) -> Option<&'n Node> {
-        self.found.get(name).map(|(_, v)| *v)
+        self.entry(name).map(|e| e.2)
     }
     fn key(&self, name: &str) -> Option<&'n Node> {
-        self.found.get(name).map(|(k, _)| *k)
+        self.entry(name).map(|e| e.1)
     }
     fn was_suggested(&self, name: &str) -> bool {
         self.suggested.contains(&name)
@@ -431,7 +435,7 @@ impl Validator<'_> {
         known: &[(&str, &'static str)],
         what: &str,
     ) -> Fields<'n> {
-        let mut found: BTreeMap<&'static str, (&'n Node, &'n Node)> = BTreeMap::new();
+        let mut found: Vec<(&'static str, &'n Node, &'n Node)> = Vec::with_capacity(entries.len());
         let mut suggested = Vec::new();
         for (k, v) in entries {
             let Some(key) = k.as_str() else {
@@ -465,7 +469,7 @@ impl Validator<'_> {
                 self.push(d);
                 continue;
             };
-            if let Some((first, _)) = found.get(canonical) {
+            if let Some((_, first, _)) = found.iter().find(|(f, _, _)| *f == canonical) {
                 let d = Diagnostic::new(
                     &codes::DUPLICATE,
                     format!("field `{canonical}` is given twice in {what}"),
@@ -475,7 +479,7 @@ impl Validator<'_> {
                 self.push(d);
                 continue;
             }
-            found.insert(canonical, (k, v));
+            found.push((canonical, k, v));
         }
         Fields { found, suggested }
     }

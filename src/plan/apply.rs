@@ -1,0 +1,313 @@
+//! Writing a plan into the spec text (`blazes plan --apply`).
+//!
+//! The spec is edited in place at the spans the reader recorded, never re-serialised, so the
+//! user's comments, key order, quoting and flow/block style survive: an `order:` or `seal:`
+//! entry is inserted as the first key of the component's or source's mapping (or its value
+//! replaced when one exists). The edited text is then read back and re-analysed
+//! ([`apply_verified`]): an edit the reader does not see as intended is an error, not a file.
+
+use crate::analysis::{self, FailOn};
+use crate::graph::{self, Order};
+use crate::label::Label;
+use crate::spec::{self, KeyList, Limits, OrderDecl, Spec};
+
+use super::{Choice, Plan};
+
+/// One edit of the spec, by name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Edit {
+    Seal {
+        source: String,
+        key: Vec<String>,
+    },
+    /// `key: None` is `order: global`.
+    Order {
+        component: String,
+        key: Option<Vec<String>>,
+    },
+}
+
+/// The edits that record a plan's mechanisms.
+pub fn edits(plan: &Plan) -> Vec<Edit> {
+    plan.mechanisms
+        .iter()
+        .filter_map(|m| match m.choice {
+            Choice::AddSeal { .. } => Some(Edit::Seal {
+                source: m.source.clone()?,
+                key: m.key.clone(),
+            }),
+            Choice::Order { order, .. } => Some(Edit::Order {
+                component: m.components.first()?.clone(),
+                key: match order {
+                    Order::Global => None,
+                    Order::Keys(_) => Some(m.key.clone()),
+                },
+            }),
+        })
+        .collect()
+}
+
+/// A YAML scalar for an attribute name: plain when that reads back as the same string,
+/// double-quoted otherwise.
+fn scalar(name: &str) -> String {
+    const RESERVED: [&str; 12] = [
+        "true", "false", "yes", "no", "on", "off", "y", "n", "null", "~", "nan", "inf",
+    ];
+    let plain = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && !RESERVED.contains(&name.to_ascii_lowercase().as_str());
+    if plain {
+        name.to_string()
+    } else {
+        serde_json::to_string(name).unwrap_or_else(|_| format!("\"{name}\""))
+    }
+}
+
+fn flow_list(names: &[String]) -> String {
+    let items: Vec<String> = names.iter().map(|n| scalar(n)).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// A text replacement: `len` bytes at `offset` become `text`.
+#[derive(Debug)]
+struct Splice {
+    offset: usize,
+    len: usize,
+    text: String,
+}
+
+/// The end of the flow sequence that starts at `start` (`[`), quote-aware.
+fn flow_end(text: &str, start: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    if bytes.get(start) != Some(&b'[') {
+        return None;
+    }
+    let mut depth = 0usize;
+    let mut quote: Option<u8> = None;
+    let mut i = start;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(q) => {
+                if b == b'\\' && q == b'"' {
+                    i += 1;
+                } else if b == q {
+                    quote = None;
+                }
+            }
+            None => match b {
+                b'"' | b'\'' => quote = Some(b),
+                b'[' => depth += 1,
+                b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(i + 1);
+                    }
+                }
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Replaces an existing key list written as a flow sequence (`[a, b]`).
+fn replace_list(text: &str, list: &KeyList, value: &str, what: &str) -> Result<Splice, String> {
+    let start = list.span.offset;
+    let end = flow_end(text, start).ok_or_else(|| {
+        format!("cannot rewrite the block-style list of {what}; write it as a flow list `[a, b]` and run again")
+    })?;
+    Ok(Splice {
+        offset: start,
+        len: end - start,
+        text: value.to_string(),
+    })
+}
+
+/// Inserts `key: value` as the first entry of the mapping whose value node starts at
+/// `body` (a `{` for a flow mapping, the first key for a block mapping).
+fn insert_entry(text: &str, body: usize, entry: &str, what: &str) -> Result<Splice, String> {
+    let rest = &text[body..];
+    if let Some(inner) = rest.strip_prefix('{') {
+        let after = inner.trim_start();
+        let sep = if after.starts_with('}') { " " } else { "," };
+        return Ok(Splice {
+            offset: body + 1,
+            len: 0,
+            text: format!(" {entry}{sep}"),
+        });
+    }
+    let line_start = text[..body].rfind('\n').map_or(0, |i| i + 1);
+    let prefix = &text[line_start..body];
+    if !prefix.chars().all(|c| c == ' ' || c == '-') {
+        return Err(format!(
+            "cannot find where the mapping of {what} starts; add the entry `{entry}` by hand"
+        ));
+    }
+    let indent = " ".repeat(prefix.chars().count());
+    Ok(Splice {
+        offset: body,
+        len: 0,
+        text: format!("{entry}\n{indent}"),
+    })
+}
+
+/// Turns a null value (`name:`, `name: ~`, `name: null`) into `name: { entry }`.
+fn fill_null(text: &str, name_end: usize, entry: &str, what: &str) -> Result<Splice, String> {
+    let line_end = text[name_end..]
+        .find('\n')
+        .map_or(text.len(), |i| name_end + i);
+    let line = &text[name_end..line_end];
+    let colon = line
+        .find(':')
+        .ok_or_else(|| format!("cannot find the `:` after {what}"))?;
+    let value_start = name_end + colon + 1;
+    let after = &text[value_start..line_end];
+    // The value ends where a comment starts (` #`) or at the end of the line.
+    let comment = after
+        .char_indices()
+        .find(|&(i, c)| c == '#' && (i == 0 || after[..i].ends_with([' ', '\t'])))
+        .map(|(i, _)| i);
+    let value = after[..comment.unwrap_or(after.len())].trim();
+    if !matches!(value, "" | "~" | "null" | "Null" | "NULL") {
+        return Err(format!(
+            "cannot edit the value of {what}; add the entry `{entry}` by hand"
+        ));
+    }
+    let len = comment.unwrap_or(after.len());
+    Ok(Splice {
+        offset: value_start,
+        len,
+        text: format!(" {{ {entry} }}{}", if comment.is_some() { " " } else { "" }),
+    })
+}
+
+/// Applies the edits to the spec text at its spans. Fails (with a message naming the place)
+/// where the text has a shape the edit cannot handle.
+pub fn apply(text: &str, spec: &Spec, edits: &[Edit]) -> Result<String, String> {
+    let mut splices: Vec<Splice> = Vec::new();
+    for e in edits {
+        match e {
+            Edit::Order { component, key } => {
+                let what = format!("component `{component}`");
+                let decl = spec
+                    .components
+                    .iter()
+                    .find(|c| &c.name.text == component)
+                    .ok_or_else(|| format!("the spec has no {what}"))?;
+                let value = key
+                    .as_ref()
+                    .map_or_else(|| "global".to_string(), |k| flow_list(k));
+                splices.push(match &decl.order {
+                    Some(OrderDecl::Keys(list)) => {
+                        replace_list(text, list, &value, &format!("the order of {what}"))?
+                    }
+                    Some(OrderDecl::Global(span)) => Splice {
+                        offset: span.offset,
+                        len: span.len,
+                        text: value,
+                    },
+                    None => {
+                        insert_entry(text, decl.body.offset, &format!("order: {value}"), &what)?
+                    }
+                });
+            }
+            Edit::Seal { source, key } => {
+                let what = format!("source `{source}`");
+                let decl = spec
+                    .sources
+                    .iter()
+                    .find(|s| &s.name.text == source)
+                    .ok_or_else(|| format!("the spec has no {what}"))?;
+                let value = flow_list(key);
+                let entry = format!("seal: {value}");
+                let is_flow = text[decl.body.offset..].starts_with('{');
+                splices.push(match &decl.seal {
+                    Some(list) => replace_list(text, list, &value, &format!("the seal of {what}"))?,
+                    // A mapping with no field at all is the null form (`name:`).
+                    None if !is_flow && decl.sealable.is_empty() => {
+                        fill_null(text, decl.name.span.end(), &entry, &what)?
+                    }
+                    None => insert_entry(text, decl.body.offset, &entry, &what)?,
+                });
+            }
+        }
+    }
+    splices.sort_by_key(|s| std::cmp::Reverse(s.offset));
+    let mut out = text.to_string();
+    for s in splices {
+        out.replace_range(s.offset..s.offset + s.len, &s.text);
+    }
+    Ok(out)
+}
+
+/// Applies the plan and proves the result: the edited text must read back without errors,
+/// carry exactly the planned orders and seals, and pass the analysis with `fail_on`.
+pub fn apply_verified(
+    text: &str,
+    spec: &Spec,
+    plan: &Plan,
+    limits: &Limits,
+    fail_on: FailOn,
+) -> Result<String, String> {
+    let edits = edits(plan);
+    let out = apply(text, spec, &edits)?;
+    let (parsed, diags) = spec::parse(&out, limits);
+    let error = diags
+        .iter()
+        .find(|d| d.severity == crate::diagnostic::Severity::Error);
+    let Some(parsed) = parsed.filter(|_| error.is_none()) else {
+        return Err(format!(
+            "the edited spec does not read back: {}",
+            error.map_or("invalid YAML".to_string(), |d| d.message.clone())
+        ));
+    };
+    let (mut df, gdiags) = graph::build(&parsed, &plan.name);
+    if let Some(d) = gdiags
+        .iter()
+        .find(|d| d.severity == crate::diagnostic::Severity::Error)
+    {
+        return Err(format!("the edited spec is invalid: {}", d.message));
+    }
+    for e in &edits {
+        let ok = match e {
+            Edit::Order { component, key } => df
+                .component_by_name(component)
+                .and_then(|c| df.component(c).order)
+                .is_some_and(|o| match (o, key) {
+                    (Order::Global, None) => true,
+                    (Order::Keys(k), Some(names)) => {
+                        let mut got = df.keys.names(k);
+                        got.sort_unstable();
+                        got == names.iter().map(String::as_str).collect::<Vec<_>>()
+                    }
+                    _ => false,
+                }),
+            Edit::Seal { source, key } => df
+                .sources
+                .iter()
+                .find(|s| &s.name == source)
+                .and_then(|s| s.seal)
+                .is_some_and(|k| {
+                    let got = Label::Seal(k).display(&df.keys);
+                    got == format!("Seal({})", key.join(", "))
+                }),
+        };
+        if !ok {
+            return Err(format!(
+                "the edited spec does not carry the planned {e:?}; the spec's layout defeated the editor"
+            ));
+        }
+    }
+    let a = analysis::analyze(&mut df, fail_on);
+    if a.failing() {
+        return Err("the edited spec still fails `blazes check`".to_string());
+    }
+    Ok(out)
+}

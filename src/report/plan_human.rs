@@ -1,0 +1,131 @@
+//! `blazes plan` human output: reads like a short review comment. One line per mechanism
+//! (what, where, cost, why, what the runtime must provide), then the sinks and the totals.
+
+use crate::plan::{Kind, Plan, PointRef, Status};
+
+fn point(p: &PointRef) -> String {
+    let gate = if p.gate.is_empty() {
+        String::new()
+    } else {
+        format!("({})", p.gate.join(", "))
+    };
+    format!(
+        "{} {} -> {} {}{gate} ({})",
+        p.component, p.input, p.output, p.annotation, p.kind
+    )
+}
+
+fn list(items: &[String]) -> String {
+    items.join(", ")
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+pub fn render(path: &str, plan: &Plan) -> String {
+    let mut s = String::new();
+    let head = match plan.status {
+        Status::Ok => "ok, nothing to coordinate".to_string(),
+        Status::Repaired => format!(
+            "repaired by {} (cost {})",
+            plural(plan.mechanisms.len(), "mechanism", "mechanisms"),
+            plan.cost
+        ),
+        Status::Unrepairable => "unrepairable".to_string(),
+    };
+    s.push_str(&format!("{path}: plan for `{}`: {head}\n", plan.name));
+    for m in &plan.mechanisms {
+        let what = match m.kind {
+            Kind::AddSeal => format!(
+                "add `seal: [{}]` to source `{}`",
+                list(&m.key),
+                m.source.as_deref().unwrap_or("?")
+            ),
+            Kind::KeyedOrder => {
+                format!("add `order: [{}]` to {}", list(&m.key), list(&m.components))
+            }
+            Kind::GlobalOrder => format!("add `order: global` to {}", list(&m.components)),
+            Kind::SealBarrier => String::new(),
+        };
+        let fixes: Vec<String> = m.fixes.iter().map(point).collect();
+        s.push_str(&format!(
+            "  {:<13} {what} (cost {}): fixes {}; repairs {}; runtime: {}\n",
+            m.kind.as_str(),
+            m.cost,
+            if fixes.is_empty() {
+                "-".to_string()
+            } else {
+                fixes.join("; ")
+            },
+            if m.sinks.is_empty() {
+                "-".to_string()
+            } else {
+                list(&m.sinks)
+            },
+            m.runtime
+        ));
+    }
+    for b in &plan.barriers {
+        s.push_str(&format!(
+            "  {:<13} {}.{} buffers each [{}] partition until {} sealed it (cost {}, {})\n",
+            "seal-barrier",
+            b.component,
+            b.input,
+            list(&b.key),
+            if b.producers.is_empty() {
+                "its producer".to_string()
+            } else {
+                b.producers.join(" and ")
+            },
+            b.cost,
+            if b.added {
+                "added by the plan"
+            } else {
+                "already in the spec"
+            }
+        ));
+    }
+    for r in &plan.reasons {
+        s.push_str(&format!(
+            "  unrepairable  sink `{}`: {}\n",
+            r.sink, r.message
+        ));
+        for p in &r.points {
+            s.push_str(&format!(
+                "                remaining point of order: {}\n",
+                point(p)
+            ));
+        }
+    }
+    let sinks: Vec<String> = plan
+        .sinks
+        .iter()
+        .map(|k| {
+            if k.before == k.after {
+                format!("{} {}", k.name, k.after)
+            } else {
+                format!("{} {} -> {}", k.name, k.before, k.after)
+            }
+        })
+        .collect();
+    if !sinks.is_empty() {
+        s.push_str(&format!("  sinks: {}\n", sinks.join(", ")));
+    }
+    s.push_str(&format!(
+        "  search: {}, {}, {}\n",
+        plan.search
+            .mode
+            .describe(plan.search.exact_limit, plan.search.budget),
+        plural(plan.search.candidates, "candidate", "candidates"),
+        plural(plan.search.evaluations, "analysis", "analyses"),
+    ));
+    s.push_str(&format!(
+        "  total: cost {} for {}; {} for the runtime (cost {})\n",
+        plan.cost,
+        plural(plan.mechanisms.len(), "added mechanism", "added mechanisms"),
+        plural(plan.barriers.len(), "seal barrier", "seal barriers"),
+        plan.barrier_cost
+    ));
+    s
+}
