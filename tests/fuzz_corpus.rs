@@ -160,3 +160,17 @@ fn the_mutator_round_trips_a_seed() {
         assert_eq!(a.exit_code(), b.exit_code(), "{emitted}");
     }
 }
+
+/// Found by `mutated_specs_never_panic` once the planner was in the pipeline: a keyed order on
+/// the intersection of two gates is a key set the planner interns in its own copy of the
+/// interner, and `render --plan` looked its names up in the dataflow's (index out of bounds).
+#[test]
+fn render_plan_with_a_key_the_planner_invented() {
+    let ops = [
+        Op::DuplicateComponent(0, Rename::Upper),
+        Op::Cycle(45, 0),
+        Op::Order(14, Some(vec![0, 4])),
+    ];
+    let text = fuzzing::mutate(&seed_texts()[0], &ops).unwrap();
+    fuzzing::pipeline(text.as_bytes(), &fuzzing::fuzz_options());
+}
