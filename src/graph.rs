@@ -220,7 +220,7 @@ impl Default for Builder {
         Builder {
             keys: Keys::default(),
             diags: Vec::new(),
-            suggestions_left: 1_000_000,
+            suggestions_left: 250_000,
         }
     }
 }
