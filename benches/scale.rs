@@ -17,14 +17,21 @@ use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion
 fn bench(c: &mut Criterion) {
     let limits = Limits::default();
     for n in [1_000usize, 10_000, 100_000] {
-        let text = generate(&GenOptions { components: n, seed: 1, ..Default::default() });
+        let text = generate(&GenOptions {
+            components: n,
+            seed: 1,
+            ..Default::default()
+        });
         let mut g = c.benchmark_group(format!("scale/{n}"));
         g.sampling_mode(SamplingMode::Flat);
         g.sample_size(10);
         g.bench_function(BenchmarkId::new("baseline-generic-value", n), |b| {
             b.iter(|| {
-                let v: serde_json::Value =
-                    serde_saphyr::from_str_with_options(black_box(&text), spec::yaml::reader_options(&limits)).unwrap();
+                let v: serde_json::Value = serde_saphyr::from_str_with_options(
+                    black_box(&text),
+                    spec::yaml::reader_options(&limits),
+                )
+                .unwrap();
                 v
             })
         });
@@ -34,16 +41,27 @@ fn bench(c: &mut Criterion) {
         let (parsed, diags) = spec::parse(&text, &limits);
         assert!(diags.is_empty());
         let parsed = parsed.unwrap();
-        g.bench_function(BenchmarkId::new("build", n), |b| b.iter(|| blazes::graph::build(black_box(&parsed), "gen")));
+        g.bench_function(BenchmarkId::new("build", n), |b| {
+            b.iter(|| blazes::graph::build(black_box(&parsed), "gen"))
+        });
         let (df, _) = blazes::graph::build(&parsed, "gen");
         g.bench_function(BenchmarkId::new("propagate", n), |b| {
-            b.iter_batched_ref(|| df.clone(), |df| analysis::propagate(df), criterion::BatchSize::LargeInput)
+            b.iter_batched_ref(
+                || df.clone(),
+                |df| analysis::propagate(df),
+                criterion::BatchSize::LargeInput,
+            )
         });
         if n <= 1_000 {
             // The greedy planner re-runs the whole analysis per candidate and round, so it grows
             // quadratically: 10k already takes minutes per plan (see docs/benchmarks.md).
-            let options = blazes::plan::Options { exact_limit: 0, ..Default::default() };
-            g.bench_function(BenchmarkId::new("plan-greedy", n), |b| b.iter(|| blazes::plan::plan(black_box(&df), &options)));
+            let options = blazes::plan::Options {
+                exact_limit: 0,
+                ..Default::default()
+            };
+            g.bench_function(BenchmarkId::new("plan-greedy", n), |b| {
+                b.iter(|| blazes::plan::plan(black_box(&df), &options))
+            });
         }
         g.finish();
     }
