@@ -48,7 +48,7 @@ fn bench(c: &mut Criterion) {
         g.bench_function(BenchmarkId::new("propagate", n), |b| {
             b.iter_batched_ref(
                 || df.clone(),
-                |df| analysis::propagate(df),
+                analysis::propagate,
                 criterion::BatchSize::LargeInput,
             )
         });

@@ -17,8 +17,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use blazes::runtime::{
-    Envelope, Log, MemLog, ProducerId, SealBarrier, SequencerError, SequencerService, ServiceError,
-    SessionConfig, SessionError, SessionEvent, SessionService, Submitted, sequencer::decode_record,
+    BarrierError, BarrierService, Envelope, Log, MemLog, ProducerId, SealBarrier, SequencerError,
+    SequencerService, ServiceError, SessionConfig, SessionError, SessionEvent, SessionService,
+    Submitted, sequencer::decode_record,
 };
 use tokio::time::{Instant, advance, timeout};
 
@@ -311,8 +312,11 @@ async fn a_renewing_worker_keeps_its_lease() {
 
 #[tokio::test(start_paused = true)]
 async fn barrier_push_waits_while_full_until_a_release() {
-    let (barrier, mut releases, _task) =
-        blazes::runtime::BarrierService::spawn(SealBarrier::<u32, &str>::new([1], 2), 4);
+    let BarrierService {
+        handle: barrier,
+        mut releases,
+        ..
+    } = BarrierService::spawn(SealBarrier::<u32, &str>::new([1], 2), 4);
     barrier.push(1, 0, 0, "a").await.unwrap();
     barrier.push(1, 0, 1, "b").await.unwrap();
 
@@ -338,7 +342,7 @@ async fn barrier_push_waits_while_full_until_a_release() {
     assert!(
         matches!(
             err,
-            ServiceError::Core(blazes::runtime::BarrierError::AlreadyReleased { .. })
+            ServiceError::Core(BarrierError::AlreadyReleased { .. })
         ),
         "{err}"
     );

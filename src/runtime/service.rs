@@ -445,30 +445,33 @@ impl<P, R> Debug for BarrierHandle<P, R> {
     }
 }
 
-/// The task that owns a [`SealBarrier`].
+/// The task that owns a [`SealBarrier`], as [`BarrierService::spawn`] returns it.
 #[derive(Debug)]
-pub struct BarrierService;
+pub struct BarrierService<P: Ord, R> {
+    /// Where producers push records and seals (clone it per producer).
+    pub handle: BarrierHandle<P, R>,
+    /// Released partitions, in the order they completed.
+    pub releases: mpsc::Receiver<Release<P, R>>,
+    /// Ends when every handle is dropped or the receiver of releases is; yields the barrier.
+    pub task: JoinHandle<SealBarrier<P, R>>,
+}
 
-impl BarrierService {
-    /// Spawns the task that owns `barrier`. Releases come out of the returned receiver, in the
-    /// order partitions complete; at most `releases` of them wait there before the task waits
-    /// for the consumer, so a slow consumer slows producers instead of growing memory.
-    pub fn spawn<P, R>(
-        barrier: SealBarrier<P, R>,
-        releases: usize,
-    ) -> (
-        BarrierHandle<P, R>,
-        mpsc::Receiver<Release<P, R>>,
-        JoinHandle<SealBarrier<P, R>>,
-    )
-    where
-        P: Ord + Clone + Debug + Send + 'static,
-        R: Clone + PartialEq + Send + 'static,
-    {
+impl<P, R> BarrierService<P, R>
+where
+    P: Ord + Clone + Debug + Send + 'static,
+    R: Clone + PartialEq + Send + 'static,
+{
+    /// Spawns the task that owns `barrier`. Releases come out of `releases`, in the order
+    /// partitions complete; at most `max_waiting` of them wait there before the task waits for
+    /// the consumer, so a slow consumer slows producers instead of growing memory.
+    pub fn spawn(barrier: SealBarrier<P, R>, max_waiting: usize) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE);
-        let (out_tx, out_rx) = mpsc::channel(releases.max(1));
-        let task = tokio::spawn(run_barrier(barrier, rx, out_tx));
-        (BarrierHandle { tx }, out_rx, task)
+        let (out_tx, out_rx) = mpsc::channel(max_waiting.max(1));
+        BarrierService {
+            handle: BarrierHandle { tx },
+            releases: out_rx,
+            task: tokio::spawn(run_barrier(barrier, rx, out_tx)),
+        }
     }
 }
 
