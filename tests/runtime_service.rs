@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use blazes::runtime::{
-    BarrierError, BarrierService, Envelope, Log, MemLog, ProducerId, SealBarrier, SequencerError,
-    SequencerService, ServiceError, SessionConfig, SessionError, SessionEvent, SessionService,
-    Submitted, sequencer::decode_record,
+    BarrierError, BarrierService, Envelope, Log, LogError, MemLog, ProducerId, Record, SealBarrier,
+    SequencerError, SequencerService, ServiceError, SessionConfig, SessionError, SessionEvent,
+    SessionService, Submitted, sequencer::decode_record,
 };
 use tokio::time::{Instant, advance, timeout};
 
@@ -199,6 +199,84 @@ async fn a_gap_is_refused_and_the_service_goes_on() {
     assert_eq!(ok, vec![Submitted::Appended(0), Submitted::Appended(1)]);
 }
 
+/// A log whose appends become durable only on `sync`, counting syncs, with a switch that makes
+/// `sync` fail; the test keeps a clone to look inside while the service owns the other.
+#[derive(Clone, Default)]
+struct WatchedLog(Arc<Mutex<Watched>>);
+
+#[derive(Default)]
+struct Watched {
+    log: MemLog,
+    durable_end: u64,
+    syncs: usize,
+    fail_sync: bool,
+}
+
+impl Log for WatchedLog {
+    fn append(&mut self, batch: &[&[u8]]) -> Result<Vec<u64>, LogError> {
+        self.0.lock().unwrap().log.append(batch)
+    }
+    fn read_from(&self, offset: u64, max: usize) -> Result<Vec<Record>, LogError> {
+        self.0.lock().unwrap().log.read_from(offset, max)
+    }
+    fn end(&self) -> u64 {
+        self.0.lock().unwrap().log.end()
+    }
+    fn durable_end(&self) -> u64 {
+        self.0.lock().unwrap().durable_end
+    }
+    fn sync(&mut self) -> Result<(), LogError> {
+        let mut w = self.0.lock().unwrap();
+        if w.fail_sync {
+            return Err(LogError::Io {
+                path: "watched".into(),
+                source: std::io::Error::other("injected fsync failure"),
+            });
+        }
+        w.syncs += 1;
+        w.durable_end = w.log.end();
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn acknowledgements_wait_for_one_sync_per_group() {
+    let log = WatchedLog::default();
+    let (seq, _task) = SequencerService::spawn(log.clone()).unwrap();
+    // On the current-thread runtime all eight submissions are queued before the service task
+    // runs again, so they form one group.
+    let producers: Vec<_> = (0..PRODUCERS)
+        .map(|p| {
+            let seq = seq.clone();
+            let log = log.clone();
+            tokio::spawn(async move {
+                let acked = seq.submit(vec![envelope(p, 1), envelope(p, 2)]).await;
+                (acked.unwrap(), log.durable_end())
+            })
+        })
+        .collect();
+    for h in producers {
+        let (acked, durable_end) = h.await.unwrap();
+        for r in acked {
+            let Submitted::Appended(off) = r else {
+                panic!("{r:?}")
+            };
+            assert!(
+                off < durable_end,
+                "acknowledged {off} before it was durable"
+            );
+        }
+    }
+    assert_eq!(log.0.lock().unwrap().syncs, 1, "one sync for the group");
+
+    // A failed sync leaves durability unknown: the group is failed and the service stops.
+    log.0.lock().unwrap().fail_sync = true;
+    let err = seq.submit(vec![envelope(0, 3)]).await.unwrap_err();
+    assert!(matches!(err, ServiceError::Fatal(_)), "{err}");
+    let after = seq.submit(vec![envelope(1, 3)]).await.unwrap_err();
+    assert!(matches!(after, ServiceError::Stopped), "{after}");
+}
+
 const TTL: Duration = Duration::from_millis(100);
 const TICK: Duration = Duration::from_millis(10);
 
@@ -233,7 +311,10 @@ async fn lease_lost_after_ttl_then_takeover_from_last_commit() {
     assert!(early.is_err(), "event before the TTL: {early:?}");
     assert!(svc.accept(2).await.unwrap().is_none(), "lease still valid");
 
-    let event = events1.recv().await.unwrap();
+    let event = timeout(TICK + Duration::from_millis(1), events1.recv())
+        .await
+        .expect("no LeaseLost within a tick after the TTL")
+        .unwrap();
     let at = start.elapsed();
     assert_eq!(
         event,

@@ -266,6 +266,9 @@ async fn run_sessions<L: Log>(
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
         let req = tokio::select! {
+            // Requests first, so the interleaving of calls and ticks does not depend on
+            // `select!`'s random choice. Ticks cannot starve: every call delivers events too.
+            biased;
             req = rx.recv() => match req {
                 Some(req) => req,
                 None => break,
