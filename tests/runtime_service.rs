@@ -5,6 +5,8 @@
 //!   producer order, acknowledged at the offset it is read back at; a restarted service still
 //!   drops old retries. Negative control: the same producers appending to the shared log
 //!   directly fail the same check (retries become duplicates).
+//! - Group commit: eight concurrent submissions are acknowledged after one `sync`, each only once
+//!   durable; a failed `sync` fails the group and stops the service.
 //! - Sessions, on tokio's paused clock so expiry is exact: no `LeaseLost` before the TTL, one at
 //!   the first tick after it; a renewing worker never loses its lease; a takeover resumes from
 //!   the last commit; the former holder's commit is refused (expired, then fenced).
