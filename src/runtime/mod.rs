@@ -14,12 +14,15 @@
 //!
 //! Every core is a deterministic state machine: no clock (time is passed in as `now`), no IO
 //! except through the [`log::Log`] trait, no hash-order iteration. That makes schedules
-//! replayable in tests and the cores model-checkable.
+//! replayable in tests and the cores model-checkable. With the cargo feature `tokio`, `service`
+//! wraps each core in a task that owns it; the clock is read there and nowhere else.
 
 pub mod barrier;
 pub mod dedup;
 pub mod log;
 pub mod sequencer;
+#[cfg(feature = "tokio")]
+pub mod service;
 pub mod session;
 pub mod smr;
 
@@ -27,6 +30,11 @@ pub use barrier::{BarrierError, Release, SealBarrier};
 pub use dedup::{Dedup, UpstreamId};
 pub use log::{FileLog, FileLogConfig, FsyncPolicy, Log, LogError, MemLog, Record};
 pub use sequencer::{Envelope, ProducerId, Sequenced, Sequencer, SequencerError, Submitted};
+#[cfg(feature = "tokio")]
+pub use service::{
+    BarrierHandle, BarrierService, SequencerHandle, SequencerService, ServiceError, SessionConfig,
+    SessionHandle, SessionService,
+};
 pub use session::{
     Lease, PartitionId, Session, SessionBroker, SessionError, SessionEvent, SessionMessage,
     WorkerId, partition_for,

@@ -1,0 +1,586 @@
+//! Async adapters (cargo feature `tokio`): each core runs inside one task that owns it.
+//!
+//! The cores stay deterministic state machines; this module adds only what they leave out on
+//! purpose: a task that serialises callers, channels to reach it, and the wall clock. Every
+//! request is a message to the owning task, so no core is ever shared behind a lock, and the
+//! order in which the task receives requests *is* the order the core sees (for the sequencer,
+//! that order is the point).
+//!
+//! - [`SequencerService`]: many producers `submit` concurrently; one task assigns the order and
+//!   acknowledges a group of submissions only after one `sync` of the log (group commit).
+//! - [`SessionService`]: owns the [`SessionBroker`]; reads a monotonic clock (milliseconds since
+//!   the service started, the unit of the core's `now`), ticks on an interval and delivers each
+//!   [`SessionEvent::LeaseLost`] to the channel of the worker that held the lease.
+//! - [`BarrierService`]: a `push` that the core answers with [`BarrierError::Full`] waits in the
+//!   task (no polling) until a release frees room, then is retried in arrival order.
+//!
+//! The cores do synchronous IO through [`Log`]; with a [`FileLog`](super::FileLog) that fsyncs,
+//! the owning task blocks its worker thread for the fsync. Run the services on a multi-thread
+//! runtime (or a runtime of their own) when that matters; group commit keeps it to one fsync per
+//! drained group of submissions rather than one per producer.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, MissedTickBehavior};
+
+use super::barrier::{BarrierError, Release, SealBarrier};
+use super::log::{Log, LogError};
+use super::sequencer::{Envelope, ProducerId, Sequenced, Sequencer, SequencerError, Submitted};
+use super::session::{
+    Lease, PartitionId, Session, SessionBroker, SessionError, SessionEvent, SessionMessage,
+    WorkerId,
+};
+
+/// Why an adapter call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError<E> {
+    /// The core refused this request (e.g. a sequence gap, a fenced lease); the service goes on.
+    #[error(transparent)]
+    Core(E),
+    /// The log failed in a way that leaves its durable state unknown (a failed `sync`); the
+    /// service stopped rather than acknowledge anything it cannot vouch for. Reopen the log.
+    #[error("service stopped after a log failure: {0}")]
+    Fatal(Arc<LogError>),
+    /// The service task is gone (it stopped after a fatal error, or its runtime shut down).
+    #[error("service task has stopped")]
+    Stopped,
+}
+
+/// Sends `make(reply)` to the task and waits for the answer, mapping a vanished task to
+/// [`ServiceError::Stopped`].
+async fn call<Req, T, E>(
+    tx: &mpsc::Sender<Req>,
+    make: impl FnOnce(oneshot::Sender<Result<T, ServiceError<E>>>) -> Req,
+) -> Result<T, ServiceError<E>> {
+    let (reply, answer) = oneshot::channel();
+    tx.send(make(reply))
+        .await
+        .map_err(|_| ServiceError::Stopped)?;
+    answer.await.unwrap_or(Err(ServiceError::Stopped))
+}
+
+/// Bound on requests queued per service: callers beyond it wait in `send`, which is the
+/// back-pressure of the request path.
+const QUEUE: usize = 1024;
+
+// ------------------------------------------------------------------------------------------
+// Sequencer
+
+type SubmitReply = oneshot::Sender<Result<Vec<Submitted>, ServiceError<SequencerError>>>;
+type ReadReply = oneshot::Sender<Result<Vec<Sequenced>, ServiceError<SequencerError>>>;
+
+enum SequencerRequest {
+    Submit(Vec<Envelope>, SubmitReply),
+    ReadFrom(u64, usize, ReadReply),
+}
+
+/// Cloneable access to a running [`SequencerService`].
+#[derive(Debug, Clone)]
+pub struct SequencerHandle {
+    tx: mpsc::Sender<SequencerRequest>,
+}
+
+/// The task that owns a [`Sequencer`].
+#[derive(Debug)]
+pub struct SequencerService;
+
+/// Most submissions acknowledged by one `sync`: bounds the latency a group adds to its first
+/// member while still amortising the fsync across concurrent producers.
+const GROUP: usize = 256;
+
+impl SequencerService {
+    /// Opens a sequencer on `log` (rebuilding high-water marks, so idempotence survives a
+    /// restart) and spawns the task that owns it on the current runtime. The task ends when
+    /// every handle is dropped; it returns the log so a caller can reopen or inspect it.
+    pub fn spawn<L>(log: L) -> Result<(SequencerHandle, JoinHandle<L>), SequencerError>
+    where
+        L: Log + Send + 'static,
+    {
+        let core = Sequencer::open(log)?;
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let task = tokio::spawn(run_sequencer(core, rx));
+        Ok((SequencerHandle { tx }, task))
+    }
+}
+
+async fn run_sequencer<L: Log>(
+    mut core: Sequencer<L>,
+    mut rx: mpsc::Receiver<SequencerRequest>,
+) -> L {
+    let mut group: Vec<(SubmitReply, Result<Vec<Submitted>, SequencerError>)> = Vec::new();
+    while let Some(first) = rx.recv().await {
+        // Take what is already queued so that one sync covers every producer waiting now.
+        let mut next = Some(first);
+        while let Some(req) = next {
+            match req {
+                SequencerRequest::Submit(batch, reply) => {
+                    // Each producer's batch is its own core call: a gap in one must not reject
+                    // the messages of another.
+                    group.push((reply, core.submit(&batch)));
+                }
+                SequencerRequest::ReadFrom(offset, max, reply) => {
+                    // Reads see appended records, durable or not, like a reader of the log
+                    // itself; only producers' acknowledgements wait for durability.
+                    let _ = reply.send(core.read_from(offset, max).map_err(ServiceError::Core));
+                }
+            }
+            next = if group.len() < GROUP {
+                rx.try_recv().ok()
+            } else {
+                None
+            };
+        }
+        if group.is_empty() {
+            continue;
+        }
+        if let Err(e) = core.log_mut().sync() {
+            // Records of this group may or may not be on disk, and the high-water marks already
+            // count them, so a retry would be acknowledged as a duplicate of something that may
+            // be lost. Stop instead; reopening the log recovers a state that is known.
+            let e = Arc::new(e);
+            for (reply, _) in group.drain(..) {
+                let _ = reply.send(Err(ServiceError::Fatal(e.clone())));
+            }
+            rx.close();
+            while let Some(req) = rx.recv().await {
+                match req {
+                    SequencerRequest::Submit(_, reply) => {
+                        let _ = reply.send(Err(ServiceError::Fatal(e.clone())));
+                    }
+                    SequencerRequest::ReadFrom(_, _, reply) => {
+                        let _ = reply.send(Err(ServiceError::Fatal(e.clone())));
+                    }
+                }
+            }
+            break;
+        }
+        for (reply, result) in group.drain(..) {
+            let _ = reply.send(result.map_err(ServiceError::Core));
+        }
+    }
+    core.into_log()
+}
+
+impl SequencerHandle {
+    /// Submits a producer's batch; resolves once the new messages are durable. Per envelope,
+    /// `Appended(offset)` or `Duplicate` (a retry of a message already in the order).
+    pub async fn submit(
+        &self,
+        batch: Vec<Envelope>,
+    ) -> Result<Vec<Submitted>, ServiceError<SequencerError>> {
+        call(&self.tx, |reply| SequencerRequest::Submit(batch, reply)).await
+    }
+
+    /// Reads up to `max` sequenced messages from `offset`.
+    pub async fn read_from(
+        &self,
+        offset: u64,
+        max: usize,
+    ) -> Result<Vec<Sequenced>, ServiceError<SequencerError>> {
+        call(&self.tx, |reply| {
+            SequencerRequest::ReadFrom(offset, max, reply)
+        })
+        .await
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Sessions
+
+type SessionReply<T> = oneshot::Sender<Result<T, ServiceError<SessionError>>>;
+
+enum SessionRequest {
+    Register(
+        WorkerId,
+        oneshot::Sender<mpsc::UnboundedReceiver<SessionEvent>>,
+    ),
+    Publish(Vec<u8>, Vec<u8>, SessionReply<(PartitionId, u64)>),
+    Accept(WorkerId, Option<PartitionId>, SessionReply<Option<Session>>),
+    Renew(Lease, SessionReply<Lease>),
+    Poll(Lease, usize, SessionReply<Vec<SessionMessage>>),
+    Commit(Lease, u64, Vec<u8>, SessionReply<()>),
+    Release(Lease, SessionReply<()>),
+}
+
+/// Timing of a [`SessionService`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionConfig {
+    /// Lease time-to-live; a worker must renew more often than this.
+    pub ttl: Duration,
+    /// How often the task looks for expired leases. An expiry is enforced to the millisecond by
+    /// every call; this only bounds how late the `LeaseLost` event reaches an idle worker.
+    pub tick: Duration,
+}
+
+/// Cloneable access to a running [`SessionService`].
+#[derive(Debug, Clone)]
+pub struct SessionHandle {
+    tx: mpsc::Sender<SessionRequest>,
+}
+
+/// The task that owns a [`SessionBroker`] and its clock.
+#[derive(Debug)]
+pub struct SessionService;
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl SessionService {
+    /// Opens the broker over its logs and spawns the task that owns it on the current runtime.
+    /// The task ends when every handle is dropped and returns the broker (e.g. to reopen its
+    /// logs after a simulated crash).
+    pub fn spawn<L>(
+        partition_logs: Vec<L>,
+        control: L,
+        config: SessionConfig,
+    ) -> Result<(SessionHandle, JoinHandle<SessionBroker<L>>), SessionError>
+    where
+        L: Log + Send + 'static,
+    {
+        // The core counts milliseconds; converting here keeps the unit in one place.
+        let core = SessionBroker::open(partition_logs, control, millis(config.ttl))?;
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let task = tokio::spawn(run_sessions(core, rx, config.tick));
+        Ok((SessionHandle { tx }, task))
+    }
+}
+
+async fn run_sessions<L: Log>(
+    mut core: SessionBroker<L>,
+    mut rx: mpsc::Receiver<SessionRequest>,
+    tick: Duration,
+) -> SessionBroker<L> {
+    // Leases do not survive a broker restart, so the clock's origin can be this task's start;
+    // `tokio::time::Instant` is monotonic and follows the paused clock in tests.
+    let start = Instant::now();
+    let now = || millis(start.elapsed());
+    let mut workers: BTreeMap<WorkerId, mpsc::UnboundedSender<SessionEvent>> = BTreeMap::new();
+    let mut ticker = tokio::time::interval(tick.max(Duration::from_millis(1)));
+    // After a stall, one catch-up tick finds every expired lease; a burst would find nothing more.
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        let req = tokio::select! {
+            // Requests first, so the interleaving of calls and ticks does not depend on
+            // `select!`'s random choice. Ticks cannot starve: every call delivers events too.
+            biased;
+            req = rx.recv() => match req {
+                Some(req) => req,
+                None => break,
+            },
+            _ = ticker.tick() => {
+                deliver(&mut workers, core.tick(now()));
+                continue;
+            }
+        };
+        let t = now();
+        // A call can itself expire leases (the core checks time on every call), so deliver the
+        // resulting events *before* answering: a worker that loses its lease to a takeover is
+        // told no later than the worker that took over learns of its grant.
+        macro_rules! answer {
+            ($reply:expr, $result:expr) => {{
+                let result = $result.map_err(ServiceError::Core);
+                deliver(&mut workers, core.tick(t));
+                let _ = $reply.send(result);
+            }};
+        }
+        match req {
+            SessionRequest::Register(worker, reply) => {
+                let (etx, erx) = mpsc::unbounded_channel();
+                // A restarted worker re-registers under its id; the old receiver is dead anyway.
+                workers.insert(worker, etx);
+                let _ = reply.send(erx);
+            }
+            SessionRequest::Publish(key, payload, reply) => {
+                answer!(reply, core.publish(&key, &payload))
+            }
+            SessionRequest::Accept(worker, None, reply) => {
+                answer!(reply, core.accept(worker, t))
+            }
+            SessionRequest::Accept(worker, Some(p), reply) => {
+                answer!(reply, core.accept_partition(worker, p, t))
+            }
+            SessionRequest::Renew(lease, reply) => answer!(reply, core.renew(&lease, t)),
+            SessionRequest::Poll(lease, max, reply) => {
+                answer!(reply, core.poll(&lease, t, max))
+            }
+            SessionRequest::Commit(lease, next, state, reply) => {
+                answer!(reply, core.commit(&lease, next, &state, t))
+            }
+            SessionRequest::Release(lease, reply) => answer!(reply, core.release(&lease, t)),
+        }
+    }
+    core
+}
+
+/// Sends each event to the worker it concerns. The channels are unbounded because each
+/// `LeaseLost` answers one earlier grant to that worker, so a worker can only fall behind by
+/// as many events as it accepted sessions; a worker that never registered or went away gets
+/// nothing, and fencing still stops it.
+fn deliver(
+    workers: &mut BTreeMap<WorkerId, mpsc::UnboundedSender<SessionEvent>>,
+    events: Vec<SessionEvent>,
+) {
+    for event in events {
+        let SessionEvent::LeaseLost { worker, .. } = event;
+        if let Some(tx) = workers.get(&worker)
+            && tx.send(event).is_err()
+        {
+            workers.remove(&worker);
+        }
+    }
+}
+
+impl SessionHandle {
+    /// Registers `worker` for events and returns the channel its `LeaseLost` events arrive on.
+    /// Register before accepting, or a loss in between goes unreported (fencing still holds).
+    pub async fn register(
+        &self,
+        worker: WorkerId,
+    ) -> Result<mpsc::UnboundedReceiver<SessionEvent>, ServiceError<SessionError>> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(SessionRequest::Register(worker, reply))
+            .await
+            .map_err(|_| ServiceError::Stopped)?;
+        answer.await.map_err(|_| ServiceError::Stopped)
+    }
+
+    /// Appends a message to its key's partition; returns the partition and offset.
+    pub async fn publish(
+        &self,
+        key: Vec<u8>,
+        payload: Vec<u8>,
+    ) -> Result<(PartitionId, u64), ServiceError<SessionError>> {
+        call(&self.tx, |reply| {
+            SessionRequest::Publish(key, payload, reply)
+        })
+        .await
+    }
+
+    /// Grants `worker` the lowest-numbered free session, if any.
+    pub async fn accept(
+        &self,
+        worker: WorkerId,
+    ) -> Result<Option<Session>, ServiceError<SessionError>> {
+        call(&self.tx, |reply| {
+            SessionRequest::Accept(worker, None, reply)
+        })
+        .await
+    }
+
+    /// Grants `worker` the session of `partition` if nobody holds a valid lease on it.
+    pub async fn accept_partition(
+        &self,
+        worker: WorkerId,
+        partition: PartitionId,
+    ) -> Result<Option<Session>, ServiceError<SessionError>> {
+        call(&self.tx, |reply| {
+            SessionRequest::Accept(worker, Some(partition), reply)
+        })
+        .await
+    }
+
+    /// Extends a valid lease by the TTL from now; use the returned lease from then on.
+    pub async fn renew(&self, lease: Lease) -> Result<Lease, ServiceError<SessionError>> {
+        call(&self.tx, |reply| SessionRequest::Renew(lease, reply)).await
+    }
+
+    /// Delivers up to `max` further messages of the session, in log order.
+    pub async fn poll(
+        &self,
+        lease: Lease,
+        max: usize,
+    ) -> Result<Vec<SessionMessage>, ServiceError<SessionError>> {
+        call(&self.tx, |reply| SessionRequest::Poll(lease, max, reply)).await
+    }
+
+    /// Records offset and state together; refused for a stale or expired lease.
+    pub async fn commit(
+        &self,
+        lease: Lease,
+        next_offset: u64,
+        state: Vec<u8>,
+    ) -> Result<(), ServiceError<SessionError>> {
+        call(&self.tx, |reply| {
+            SessionRequest::Commit(lease, next_offset, state, reply)
+        })
+        .await
+    }
+
+    /// Gives a session back before its TTL.
+    pub async fn release(&self, lease: Lease) -> Result<(), ServiceError<SessionError>> {
+        call(&self.tx, |reply| SessionRequest::Release(lease, reply)).await
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Seal barrier
+
+enum Offer<P, R> {
+    Record(ProducerId, P, u64, R),
+    Seal(ProducerId, P, u64),
+}
+
+type PushReply = oneshot::Sender<Result<(), ServiceError<BarrierError>>>;
+
+/// Cloneable access to a running [`BarrierService`].
+pub struct BarrierHandle<P, R> {
+    tx: mpsc::Sender<(Offer<P, R>, PushReply)>,
+}
+
+impl<P, R> Clone for BarrierHandle<P, R> {
+    fn clone(&self) -> Self {
+        BarrierHandle {
+            tx: self.tx.clone(),
+        }
+    }
+}
+
+impl<P, R> Debug for BarrierHandle<P, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BarrierHandle").finish_non_exhaustive()
+    }
+}
+
+/// The task that owns a [`SealBarrier`], as [`BarrierService::spawn`] returns it.
+#[derive(Debug)]
+pub struct BarrierService<P: Ord, R> {
+    /// Where producers push records and seals (clone it per producer).
+    pub handle: BarrierHandle<P, R>,
+    /// Released partitions, in the order they completed.
+    pub releases: mpsc::Receiver<Release<P, R>>,
+    /// Ends when every handle is dropped or the receiver of releases is; yields the barrier.
+    pub task: JoinHandle<SealBarrier<P, R>>,
+}
+
+impl<P, R> BarrierService<P, R>
+where
+    P: Ord + Clone + Debug + Send + 'static,
+    R: Clone + PartialEq + Send + 'static,
+{
+    /// Spawns the task that owns `barrier`. Releases come out of `releases`, in the order
+    /// partitions complete; at most `max_waiting` of them wait there before the task waits for
+    /// the consumer, so a slow consumer slows producers instead of growing memory.
+    pub fn spawn(barrier: SealBarrier<P, R>, max_waiting: usize) -> Self {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let (out_tx, out_rx) = mpsc::channel(max_waiting.max(1));
+        BarrierService {
+            handle: BarrierHandle { tx },
+            releases: out_rx,
+            task: tokio::spawn(run_barrier(barrier, rx, out_tx)),
+        }
+    }
+}
+
+async fn run_barrier<P, R>(
+    mut core: SealBarrier<P, R>,
+    mut rx: mpsc::Receiver<(Offer<P, R>, PushReply)>,
+    out: mpsc::Sender<Release<P, R>>,
+) -> SealBarrier<P, R>
+where
+    P: Ord + Clone + Debug,
+    R: Clone + PartialEq,
+{
+    // Records the core refused with `Full`, oldest first. They wait here, not in a retry loop
+    // of the producer: only a release frees room, so they are retried exactly then.
+    let mut parked: VecDeque<(Offer<P, R>, PushReply)> = VecDeque::new();
+    while let Some((offer, reply)) = rx.recv().await {
+        let mut released = match apply(&mut core, offer, reply, &mut parked) {
+            Some(release) => vec![release],
+            None => continue,
+        };
+        while !released.is_empty() {
+            for release in released.drain(..) {
+                if out.send(release).await.is_err() {
+                    // Nobody consumes releases any more: accepting records would be pointless.
+                    return core;
+                }
+            }
+            // A release freed room: retry the parked records once each, in arrival order; one
+            // that is still refused goes back to the end of the line.
+            for _ in 0..parked.len() {
+                let Some((offer, reply)) = parked.pop_front() else {
+                    break;
+                };
+                released.extend(apply(&mut core, offer, reply, &mut parked));
+            }
+        }
+    }
+    core
+}
+
+/// Offers one message to the core and answers its sender, except on `Full`, where the message
+/// is parked with its reply still pending. Returns the release it completed, if any.
+fn apply<P, R>(
+    core: &mut SealBarrier<P, R>,
+    offer: Offer<P, R>,
+    reply: PushReply,
+    parked: &mut VecDeque<(Offer<P, R>, PushReply)>,
+) -> Option<Release<P, R>>
+where
+    P: Ord + Clone + Debug,
+    R: Clone + PartialEq,
+{
+    let result = match &offer {
+        Offer::Record(producer, partition, index, record) => {
+            core.offer_record(*producer, partition.clone(), *index, record.clone())
+        }
+        Offer::Seal(producer, partition, count) => {
+            core.offer_seal(*producer, partition.clone(), *count)
+        }
+    };
+    match result {
+        Err(BarrierError::Full { .. }) => {
+            parked.push_back((offer, reply));
+            None
+        }
+        Err(e) => {
+            let _ = reply.send(Err(ServiceError::Core(e)));
+            None
+        }
+        Ok(release) => {
+            let _ = reply.send(Ok(()));
+            release
+        }
+    }
+}
+
+impl<P, R> BarrierHandle<P, R> {
+    async fn offer(&self, offer: Offer<P, R>) -> Result<(), ServiceError<BarrierError>> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send((offer, reply))
+            .await
+            .map_err(|_| ServiceError::Stopped)?;
+        answer.await.unwrap_or(Err(ServiceError::Stopped))
+    }
+
+    /// Offers record `index` of `producer` for `partition`; resolves once the barrier accepted
+    /// it, waiting while the buffer is full. Errors other than `Full` are returned at once.
+    pub async fn push(
+        &self,
+        producer: ProducerId,
+        partition: P,
+        index: u64,
+        record: R,
+    ) -> Result<(), ServiceError<BarrierError>> {
+        self.offer(Offer::Record(producer, partition, index, record))
+            .await
+    }
+
+    /// Offers `producer`'s seal of `partition`, announcing `count` records.
+    pub async fn seal(
+        &self,
+        producer: ProducerId,
+        partition: P,
+        count: u64,
+    ) -> Result<(), ServiceError<BarrierError>> {
+        self.offer(Offer::Seal(producer, partition, count)).await
+    }
+}
