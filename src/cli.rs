@@ -111,9 +111,19 @@ pub struct LimitArgs {
     /// Most YAML nodes (scalars, lists, mappings) accepted.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_nodes)]
     pub max_nodes: usize,
-    /// Most alias references (`*name`) accepted.
+    /// Most YAML events that aliases (`*name`) and merge keys may copy in total (alias
+    /// expansion; bounds "billion laughs" specs).
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_aliases)]
     pub max_aliases: usize,
+    /// Most components in one spec.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_components)]
+    pub max_components: usize,
+    /// Most streams in one spec.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_streams)]
+    pub max_streams: usize,
+    /// Most attribute names in one gate, seal, order or sealable list.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_attributes)]
+    pub max_attributes: usize,
 }
 
 impl LimitArgs {
@@ -123,6 +133,9 @@ impl LimitArgs {
             max_depth: self.max_depth,
             max_nodes: self.max_nodes,
             max_aliases: self.max_aliases,
+            max_components: self.max_components,
+            max_streams: self.max_streams,
+            max_attributes: self.max_attributes,
         }
     }
 }
@@ -449,8 +462,34 @@ fn run_render(args: &RenderArgs) -> i32 {
     EXIT_CLEAN
 }
 
+/// A panic is a bug in `blazes`, never the spec author's fault, and the default report (thread
+/// names, `RUST_BACKTRACE` advice) reads like a crash log in their CI. Print one sentence that
+/// says so instead; the backtrace only when `RUST_BACKTRACE` asks for it.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let what = what.split_whitespace().collect::<Vec<_>>().join(" ");
+        eprintln!(
+            "error: internal error in blazes{at} ({what}); this is a bug in blazes, not in the spec: please report it with the spec that caused it"
+        );
+        if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
+            eprintln!("{}", std::backtrace::Backtrace::force_capture());
+        }
+    }));
+}
+
 /// Parses the arguments and runs; returns the exit status.
 pub fn run() -> i32 {
+    install_panic_hook();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -149,10 +149,14 @@ component when a path uses it as `from`, an output when a path uses it as `to`."
 binary file fails on its first such byte.";
 
     LIMIT = "S011", "limit-exceeded", Error,
-    "the spec exceeds a resource limit (aliases, nesting, nodes, size)",
-    "To keep `blazes` safe on untrusted input, the YAML reader has budgets: alias expansions, \
-nesting depth, number of nodes, input size. The message names the limit that was hit and the \
-flag that raises it.";
+    "the spec exceeds a resource limit (size, nesting, nodes, alias expansion, components, streams, attributes)",
+    "To keep `blazes` safe on untrusted input (specs from pull requests), reading a spec is \
+bounded: file size (`--max-file-size`), nesting depth (`--max-depth`), YAML nodes \
+(`--max-nodes`), YAML events copied by aliases and merge keys (`--max-aliases`, which is what a \
+\"billion laughs\" spec inflates), components (`--max-components`), streams (`--max-streams`) \
+and attribute names per gate, seal or order list (`--max-attributes`). The message names the \
+limit that was hit, points at where it was hit, and names the flag that raises it; raise it \
+only for specs you trust.";
 
     WRONG_TYPE = "S012", "wrong-type", Error,
     "a field has the wrong kind of value (a list where a mapping is expected, a number where a name is expected, ...)",
@@ -169,6 +173,13 @@ numbers.";
     "the spec file could not be read",
     "The file does not exist, is a directory, or cannot be read with the current permissions. \
 The message carries the operating system's reason.";
+
+    NAME_COLLISION = "S016", "name-collision", Warning,
+    "two names differ only in case",
+    "Names are case-sensitive: `Count` and `count` are two components, and a seal on `Word` does \
+not close a gate on `word`. That is legal but almost always a typo, so `blazes` warns with both \
+locations. Names are compared after Unicode lowercasing; they are not otherwise normalised (a \
+composed and a decomposed `é` are different names and are not reported).";
 
     INVALID_VALUE = "S014", "invalid-value", Error,
     "a field has a value outside its allowed set",

@@ -18,6 +18,17 @@ impl Span {
         Span { offset, len }
     }
 
+    /// The character of `text` at `offset`, as a span (empty at the end of the text). A caret
+    /// span must cover whole characters: a byte inside one breaks every renderer.
+    pub fn char_at(text: &str, offset: usize) -> Self {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let len = text[offset..].chars().next().map_or(0, char::len_utf8);
+        Span { offset, len }
+    }
+
     pub fn end(self) -> usize {
         self.offset + self.len
     }
@@ -57,12 +68,39 @@ pub struct Diagnostic {
     pub help: Option<String>,
 }
 
+/// Longest message kept, in characters; past it the message is cut with `…`.
+const MAX_MESSAGE_CHARS: usize = 400;
+
+/// Messages quote what the user wrote (unknown keys, strings where a mapping belongs), and a
+/// spec can put newlines, control characters or a megabyte into those. A message stays one
+/// line of bounded length: control characters are shown escaped and the tail is cut.
+fn one_line(message: String) -> String {
+    if message.chars().all(|c| !c.is_control()) && message.len() <= MAX_MESSAGE_CHARS {
+        return message;
+    }
+    let mut out = String::with_capacity(message.len().min(4 * MAX_MESSAGE_CHARS));
+    for (i, c) in message.chars().enumerate() {
+        if i == MAX_MESSAGE_CHARS {
+            out.push('…');
+            break;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("<U+{:04X}>", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 impl Diagnostic {
     pub fn new(code: &'static Code, message: impl Into<String>) -> Self {
         Diagnostic {
             code,
             severity: code.severity,
-            message: message.into(),
+            message: one_line(message.into()),
             primary: None,
             related: Vec::new(),
             help: None,
@@ -123,6 +161,18 @@ impl LineIndex {
                 .map(|(i, _)| i + 1),
         );
         LineIndex { starts }
+    }
+
+    /// 0-based line of a byte offset (clamped to the last line).
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.starts
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1)
+    }
+
+    /// Byte offset where a 0-based line starts; the text's length past the last line.
+    pub fn line_start(&self, line: usize, text: &str) -> usize {
+        self.starts.get(line).copied().unwrap_or(text.len())
     }
 
     /// 1-based (line, column) of a byte offset; the column counts Unicode scalar values.

@@ -206,13 +206,41 @@ pub fn build(spec: &Spec, fallback_name: &str) -> (Dataflow, Vec<Diagnostic>) {
     Builder::default().build(spec, fallback_name)
 }
 
-#[derive(Default)]
 struct Builder {
     keys: Keys,
     diags: Vec<Diagnostic>,
+    /// Name comparisons "did you mean" may still make in this file. A hostile spec with
+    /// thousands of dangling endpoints and thousands of components would otherwise spend
+    /// quadratic time on suggestions; past the budget, errors come without one.
+    suggestions_left: usize,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            keys: Keys::default(),
+            diags: Vec::new(),
+            suggestions_left: 250_000,
+        }
+    }
 }
 
 impl Builder {
+    /// `did_you_mean` within the file's budget. All or nothing per call, so that the result
+    /// never depends on the iteration order of the candidates.
+    fn suggest<'a>(
+        &mut self,
+        word: &str,
+        candidates: impl ExactSizeIterator<Item = &'a str>,
+    ) -> Option<&'a str> {
+        if candidates.len() > self.suggestions_left {
+            self.suggestions_left = 0;
+            return None;
+        }
+        self.suggestions_left -= candidates.len();
+        spec::did_you_mean(word, candidates)
+    }
+
     fn key_set(&mut self, list: &KeyList) -> KeySet {
         let attrs: Vec<_> = list.names.iter().map(|n| self.keys.attr(&n.text)).collect();
         self.keys.set(attrs)
@@ -477,7 +505,7 @@ impl Builder {
                         ),
                     )
                     .at(e.span, "unknown source");
-                    d = match spec::did_you_mean(&e.name, n.sources.keys().copied()) {
+                    d = match self.suggest(&e.name, n.sources.keys().copied()) {
                         Some(s) => d.help(format!("did you mean `{s}`?")),
                         None => d.help(format!(
                             "declare it under `sources:` (`{}: {{}}`), or write `Component.output`",
@@ -543,7 +571,7 @@ impl Builder {
                         format!("stream goes to `{}`, which is not a declared sink", e.text),
                     )
                     .at(e.span, "unknown sink");
-                    d = match spec::did_you_mean(&e.name, n.sinks.keys().copied()) {
+                    d = match self.suggest(&e.name, n.sinks.keys().copied()) {
                         Some(s) => d.help(format!("did you mean `{s}`?")),
                         None => d.help(format!(
                             "declare it under `sinks:` (`{}: {{}}`), or write `Component.input`",
@@ -570,7 +598,7 @@ impl Builder {
             ),
         )
         .at(e.span, "unknown component");
-        if let Some(s) = spec::did_you_mean(c, n.comp_index.keys().copied()) {
+        if let Some(s) = self.suggest(c, n.comp_index.keys().copied()) {
             d = d.help(format!("did you mean `{s}.{}`?", e.name));
         }
         self.push(d);
@@ -583,7 +611,7 @@ impl Builder {
             format!("component {c} has no {dir} `{}`", e.name),
         )
         .at(e.span, format!("unknown {dir}"));
-        d = match spec::did_you_mean(&e.name, known.keys().copied()) {
+        d = match self.suggest(&e.name, known.keys().copied()) {
             Some(s) => d.help(format!("did you mean `{c}.{s}`?")),
             None => d.help(format!("the {dir}s of {c} are: {}", list(known))),
         };
@@ -605,32 +633,62 @@ struct Names<'a> {
 }
 
 /// A component's interfaces of one direction, by name. A short vector, not a map: components
-/// have a handful of interfaces, and a map per component costs more than it saves.
+/// have a handful of interfaces, and a map per component costs more than it saves. Past
+/// [`IFACES_INDEXED`] names a map is built as well: a hostile spec can give one component a
+/// hundred thousand interfaces, and linear lookups would make building it quadratic.
 #[derive(Default)]
-struct Ifaces<'s>(Vec<(&'s str, IfaceId)>);
+struct Ifaces<'s> {
+    list: Vec<(&'s str, IfaceId)>,
+    index: Option<HashMap<&'s str, IfaceId>>,
+}
+
+const IFACES_INDEXED: usize = 32;
 
 impl<'s> Ifaces<'s> {
     fn get(&self, name: &str) -> Option<&IfaceId> {
-        self.0.iter().find(|(n, _)| *n == name).map(|(_, i)| i)
+        match &self.index {
+            Some(m) => m.get(name),
+            None => self.list.iter().find(|(n, _)| *n == name).map(|(_, i)| i),
+        }
     }
     fn contains_key(&self, name: &str) -> bool {
         self.get(name).is_some()
     }
-    fn keys(&self) -> impl Iterator<Item = &&'s str> {
-        self.0.iter().map(|(n, _)| n)
+    fn len(&self) -> usize {
+        self.list.len()
+    }
+    fn keys(&self) -> impl ExactSizeIterator<Item = &&'s str> {
+        self.list.iter().map(|(n, _)| n)
     }
     fn get_or_insert(&mut self, name: &'s str, make: impl FnOnce() -> IfaceId) -> IfaceId {
         if let Some(&i) = self.get(name) {
             return i;
         }
         let i = make();
-        self.0.push((name, i));
+        self.list.push((name, i));
+        match &mut self.index {
+            Some(m) => {
+                m.insert(name, i);
+            }
+            None if self.list.len() > IFACES_INDEXED => {
+                self.index = Some(self.list.iter().copied().collect());
+            }
+            None => {}
+        }
         i
     }
 }
 
 /// Sorted, backquoted list of interface names (`none` when empty).
 fn list(names: &Ifaces<'_>) -> String {
+    // A help line, not a dump: a component with thousands of interfaces would make every
+    // error about it thousands of names long.
+    if names.len() > 12 {
+        return format!(
+            "{} names (run `blazes check --format json` to list them)",
+            names.len()
+        );
+    }
     let sorted: BTreeSet<&str> = names.keys().copied().collect();
     if sorted.is_empty() {
         return "none".into();

@@ -11,6 +11,8 @@ pub mod check;
 pub mod cli;
 pub mod codes;
 pub mod diagnostic;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod generator;
 pub mod graph;
 pub mod label;

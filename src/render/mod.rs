@@ -48,20 +48,16 @@ pub enum Drawn {
 pub fn mechanisms(df: &Dataflow, plan: &crate::plan::Plan) -> Vec<Drawn> {
     use crate::graph::Order as O;
     use crate::plan::Choice;
-    let names = |k| {
-        df.keys
-            .names(k)
-            .into_iter()
-            .map(String::from)
-            .collect::<Vec<_>>()
-    };
+    // Key names come from the mechanism, not from `df.keys`: the planner interns the keys it
+    // invents (the intersection of two gates for a keyed order) in its own copy of the
+    // interner, so their `KeySet`s do not exist in `df.keys`.
     let mut out: Vec<Drawn> = plan
         .mechanisms
         .iter()
         .map(|m| match m.choice {
-            Choice::AddSeal { source, key } => Drawn::AddSeal {
+            Choice::AddSeal { source, .. } => Drawn::AddSeal {
                 source,
-                key: names(key),
+                key: m.key.clone(),
             },
             Choice::Order {
                 component,
@@ -72,10 +68,10 @@ pub fn mechanisms(df: &Dataflow, plan: &crate::plan::Plan) -> Vec<Drawn> {
             },
             Choice::Order {
                 component,
-                order: O::Keys(k),
+                order: O::Keys(_),
             } => Drawn::Order {
                 component,
-                keys: Some(names(k)),
+                keys: Some(m.key.clone()),
             },
         })
         .collect();

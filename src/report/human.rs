@@ -9,7 +9,7 @@ use miette::{
 };
 
 use crate::check::{FileReport, Outcome};
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::{Diagnostic, LineIndex, Severity};
 use crate::label::Label;
 
 #[derive(Clone, Copy, Debug)]
@@ -29,9 +29,15 @@ impl Default for Style {
 }
 
 /// The spec text under the path the user gave.
+///
+/// miette's own `read_span` on a `str` walks the text from its start to find line numbers, so
+/// rendering every diagnostic of a file would be quadratic: a hostile spec with a hundred
+/// thousand errors would hang the check. This reads only the lines around the span, numbered
+/// with a line index built once per file.
 struct Source<'a> {
     name: &'a str,
     text: &'a str,
+    index: &'a LineIndex,
 }
 
 impl SourceCode for Source<'_> {
@@ -41,14 +47,26 @@ impl SourceCode for Source<'_> {
         before: usize,
         after: usize,
     ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
-        let inner = self.text.read_span(span, before, after)?;
+        let start = span.offset().min(self.text.len());
+        let end = (start + span.len()).min(self.text.len());
+        // Two spare lines on each side: miette's context algorithm must see the same
+        // neighbourhood as in the whole text, or adjacent contexts stop merging.
+        let first = self.index.line_of(start).saturating_sub(before + 2);
+        let last = self.index.line_of(end).saturating_add(after + 3);
+        let from = self.index.line_start(first, self.text);
+        let to = self.index.line_start(last, self.text);
+        let window = &self.text[from..to];
+        let local = SourceSpan::new((start - from).into(), end - start);
+        let inner = window.read_span(&local, before, after)?;
         Ok(Box::new(MietteSpanContents::new_named(
             self.name.to_string(),
             inner.data(),
-            *inner.span(),
-            inner.line(),
+            SourceSpan::new((inner.span().offset() + from).into(), inner.span().len()),
+            inner.line() + first,
             inner.column(),
-            inner.line_count(),
+            // miette's `line_count` for a `str` counts lines from the start of the input (it
+            // is then compared with `line()` to merge contexts): shift it like the line.
+            inner.line_count() + first,
         )))
     }
 }
@@ -56,7 +74,14 @@ impl SourceCode for Source<'_> {
 struct Rendered<'a> {
     d: &'a Diagnostic,
     source: Source<'a>,
+    /// Whether miette draws the snippet (see [`MAX_SNIPPET_LINE`]).
+    snippet: bool,
 }
+
+/// Longest line, in bytes, drawn as a snippet. miette pads labels with `format!` widths, which
+/// panic past 65535 columns; a minified one-line spec would crash the report. Longer lines
+/// get a plain location instead of a drawing.
+const MAX_SNIPPET_LINE: usize = 2000;
 
 impl fmt::Debug for Rendered<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -101,9 +126,13 @@ impl miette::Diagnostic for Rendered<'_> {
         self.d
             .primary
             .as_ref()
+            .filter(|_| self.snippet)
             .map(|_| &self.source as &dyn SourceCode)
     }
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        if !self.snippet {
+            return None;
+        }
         let text = self.source.text;
         let primary = self.d.primary.as_ref()?;
         let mut labels = vec![LabeledSpan::new_primary_with_span(
@@ -131,16 +160,52 @@ fn handler(style: Style) -> GraphicalReportHandler {
         .with_links(false)
 }
 
-/// One diagnostic, rendered with its snippet.
+/// One diagnostic, rendered with its snippet. Builds a line index of `text`: to render many
+/// diagnostics of one file, use [`render_diagnostic_indexed`] with one index.
 pub fn render_diagnostic(d: &Diagnostic, path: &str, text: &str, style: Style) -> String {
+    render_diagnostic_indexed(d, path, text, &LineIndex::new(text), style)
+}
+
+/// [`render_diagnostic`] with the file's line index.
+pub fn render_diagnostic_indexed(
+    d: &Diagnostic,
+    path: &str,
+    text: &str,
+    index: &LineIndex,
+    style: Style,
+) -> String {
     let mut out = String::new();
+    let line_len = |offset: usize| {
+        let line = index.line_of(offset.min(text.len()));
+        index.line_start(line + 1, text) - index.line_start(line, text)
+    };
+    let snippet = d.primary.iter().chain(&d.related).all(|n| {
+        line_len(n.span.offset) <= MAX_SNIPPET_LINE && line_len(n.span.end()) <= MAX_SNIPPET_LINE
+    });
     let r = Rendered {
         d,
-        source: Source { name: path, text },
+        source: Source {
+            name: path,
+            text,
+            index,
+        },
+        snippet,
     };
     handler(style)
         .render_report(&mut out, &r)
         .expect("writing to a String cannot fail");
+    if !snippet {
+        for (i, n) in d.primary.iter().chain(&d.related).enumerate() {
+            let (line, col) = index.line_col(text, n.span.offset);
+            let what = if n.text.is_empty() { "here" } else { &n.text };
+            let long = if i == 0 {
+                " (the line is too long to show)"
+            } else {
+                ""
+            };
+            out.push_str(&format!("   at [{path}:{line}:{col}]: {what}{long}\n"));
+        }
+    }
     out
 }
 
@@ -214,8 +279,11 @@ pub fn summary(r: &FileReport) -> String {
 pub fn render(reports: &[FileReport], style: Style) -> String {
     let mut out = String::new();
     for r in reports {
+        let index = LineIndex::new(&r.text);
         for d in r.diagnostics() {
-            out.push_str(&render_diagnostic(d, &r.path, &r.text, style));
+            out.push_str(&render_diagnostic_indexed(
+                d, &r.path, &r.text, &index, style,
+            ));
             out.push('\n');
         }
     }

@@ -176,8 +176,11 @@ pub fn parse(text: &str, limits: &Limits) -> (Option<Spec>, Vec<Diagnostic>) {
     let mut v = Validator {
         text,
         diags: Vec::new(),
+        limits,
+        attributes: Vec::new(),
     };
     let spec = v.spec(&root);
+    v.collisions(&spec);
     (Some(spec), v.diags)
 }
 
@@ -204,35 +207,42 @@ fn shift_node(n: &mut Node, by: usize) {
 pub fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().map(|c| c.to_ascii_lowercase()).collect();
     let b: Vec<char> = b.chars().map(|c| c.to_ascii_lowercase()).collect();
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
+    // Three rolling rows (the swap looks two rows back) instead of the whole matrix: "did you
+    // mean" runs this for every candidate name.
+    let mut prev2 = vec![0usize; b.len() + 1];
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0usize; b.len() + 1];
     for i in 1..=a.len() {
+        cur[0] = i;
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            d[i][j] = (d[i - 1][j - 1] + cost)
-                .min(d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1);
+            cur[j] = (prev[j - 1] + cost).min(prev[j] + 1).min(cur[j - 1] + 1);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+                cur[j] = cur[j].min(prev2[j - 2] + 1);
             }
         }
+        std::mem::swap(&mut prev2, &mut prev);
+        std::mem::swap(&mut prev, &mut cur);
     }
-    d[a.len()][b.len()]
+    prev[b.len()]
 }
 
 /// The closest candidate within a third of the word's length (at least 1, at most 3 edits).
+/// Words longer than 64 characters get no suggestion, and candidates whose length alone rules
+/// them out are not compared: the edit distance is quadratic in the lengths, and names in a
+/// hostile spec can be megabytes long.
 pub fn did_you_mean<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
-    let limit = (word.chars().count() / 3).clamp(1, 3);
+    let len = word.chars().count();
+    if len > 64 {
+        return None;
+    }
+    let limit = (len / 3).clamp(1, 3);
     candidates
         .into_iter()
+        .filter(|c| c.len() <= 4 * (len + limit) && c.chars().count().abs_diff(len) <= limit)
         .map(|c| (edit_distance(word, c), c))
         .filter(|&(d, _)| d <= limit)
         .min()
@@ -242,6 +252,18 @@ pub fn did_you_mean<'a>(
 struct Validator<'t> {
     text: &'t str,
     diags: Vec<Diagnostic>,
+    limits: &'t Limits,
+    /// Every attribute name written, for the case-collision check.
+    attributes: Vec<Name>,
+}
+
+/// Longest name accepted, in characters. A format rule rather than a resource limit: real
+/// names are identifiers, and every message quotes them.
+pub const MAX_NAME_CHARS: usize = 256;
+
+/// What two names that differ only in case are, for the S016 warning.
+fn fold(name: &str) -> String {
+    name.to_lowercase()
 }
 
 /// The fields of one mapping, after unknown and duplicate fields were reported. A short
@@ -276,6 +298,80 @@ impl Validator<'_> {
 
     fn push(&mut self, d: Diagnostic) {
         self.diags.push(d);
+    }
+
+    fn limit(&mut self, span: Span, message: String, flag: &str) {
+        let d = Diagnostic::new(&codes::LIMIT, message)
+            .at(Span::char_at(self.text, span.offset), "limit reached here")
+            .help(format!(
+                "if this spec is trusted, raise the limit with {flag} N; see `blazes explain S011`"
+            ));
+        self.push(d);
+    }
+
+    /// Warns about names that differ only in case (`Count` and `count`): legal, and distinct
+    /// to the analysis, but almost always a typo, and for attributes a silent one (a seal on
+    /// `Word` does not close a gate on `word`). Comparison is Unicode lowercase; names are not
+    /// NFC-normalised (see `docs/robustness.md`).
+    fn collisions(&mut self, spec: &Spec) {
+        let groups: [(&str, Vec<&Name>); 3] = [
+            (
+                "component",
+                spec.components.iter().map(|c| &c.name).collect(),
+            ),
+            ("source", spec.sources.iter().map(|s| &s.name).collect()),
+            ("sink", spec.sinks.iter().map(|s| &s.name).collect()),
+        ];
+        for (what, names) in groups {
+            self.collide(what, names);
+        }
+        for c in &spec.components {
+            let mut ifaces: Vec<&Name> = Vec::new();
+            for p in &c.paths {
+                for n in [&p.from, &p.to] {
+                    if !ifaces.iter().any(|m| m.text == n.text) {
+                        ifaces.push(n);
+                    }
+                }
+            }
+            self.collide(&format!("interface of component `{}`", c.name.text), ifaces);
+        }
+        let attributes = std::mem::take(&mut self.attributes);
+        let mut distinct: Vec<&Name> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for a in &attributes {
+            if seen.insert(a.text.as_str()) {
+                distinct.push(a);
+            }
+        }
+        self.collide("attribute", distinct);
+    }
+
+    fn collide(&mut self, what: &str, mut names: Vec<&Name>) {
+        // "First" is first in the file, whatever order the sections were validated in.
+        names.sort_by_key(|n| n.span.offset);
+        let mut first: BTreeMap<String, &Name> = BTreeMap::new();
+        for n in names {
+            match first.get(&fold(&n.text)) {
+                Some(m) if m.text != n.text => {
+                    let d = Diagnostic::new(
+                        &codes::NAME_COLLISION,
+                        format!(
+                            "{what} `{}` differs from `{}` only in case, so they are two different names",
+                            n.text, m.text
+                        ),
+                    )
+                    .at(n.span, "this spelling")
+                    .related(m.span, "other spelling")
+                    .help("use one spelling everywhere; if they are meant to be different, rename one");
+                    self.push(d);
+                }
+                Some(_) => {}
+                None => {
+                    first.insert(fold(&n.text), n);
+                }
+            }
+        }
     }
 
     fn wrong_type(&mut self, node: &Node, expected: &str, what: &str) {
@@ -393,6 +489,16 @@ impl Validator<'_> {
             self.wrong_type(node, "a name (a string)", what);
             return None;
         };
+        let chars = s.chars().count();
+        if chars > MAX_NAME_CHARS {
+            self.error(
+                &codes::INVALID_NAME,
+                Span::new(node.span.offset, s.chars().take(16).map(char::len_utf8).sum()),
+                format!("{what} of {chars} characters is too long; names have at most {MAX_NAME_CHARS} characters"),
+                "name too long",
+            );
+            return None;
+        }
         let problem = if s.is_empty() {
             Some("is empty")
         } else if s.contains('.') {
@@ -422,6 +528,19 @@ impl Validator<'_> {
     /// A list of attribute names; duplicates are reported, `*` is not an attribute.
     fn key_list(&mut self, node: &Node, what: &str) -> Option<KeyList> {
         let items = self.seq(node, what)?;
+        if items.len() > self.limits.max_attributes {
+            let first_over = &items[self.limits.max_attributes];
+            self.limit(
+                first_over.span,
+                format!(
+                    "{what} lists {} attributes, more than the limit of {} attributes per list",
+                    items.len(),
+                    self.limits.max_attributes
+                ),
+                "--max-attributes",
+            );
+            return None;
+        }
         let mut names: Vec<Name> = Vec::new();
         let mut ok = true;
         for item in items {
@@ -437,6 +556,7 @@ impl Validator<'_> {
             }
             match self.name(item, &format!("an attribute in {what}")) {
                 Some(n) => {
+                    self.attributes.push(n.clone());
                     if let Some(first) = names.iter().find(|m| m.text == n.text) {
                         let d = Diagnostic::new(
                             &codes::DUPLICATE,
@@ -529,6 +649,18 @@ impl Validator<'_> {
             Some(node) => {
                 if let Some(entries) = self.map(node, "`components`") {
                     let mut seen: BTreeMap<String, Span> = BTreeMap::new();
+                    if entries.len() > self.limits.max_components {
+                        self.limit(
+                            entries[self.limits.max_components].0.span,
+                            format!(
+                                "the spec declares {} components, more than the limit of {}",
+                                entries.len(),
+                                self.limits.max_components
+                            ),
+                            "--max-components",
+                        );
+                        return spec;
+                    }
                     for (k, v) in entries {
                         let Some(name) = self.name(k, "a component name") else {
                             continue;
@@ -546,6 +678,18 @@ impl Validator<'_> {
         if let Some(node) = f.get("streams")
             && let Some(items) = self.seq(node, "`streams`")
         {
+            if items.len() > self.limits.max_streams {
+                self.limit(
+                    items[self.limits.max_streams].span,
+                    format!(
+                        "the spec declares {} streams, more than the limit of {}",
+                        items.len(),
+                        self.limits.max_streams
+                    ),
+                    "--max-streams",
+                );
+                return spec;
+            }
             for item in items {
                 if let Some(s) = self.stream(item) {
                     spec.streams.push(s);
@@ -771,7 +915,10 @@ impl Validator<'_> {
                 ok = false;
             } else if n.is_none() {
                 let d = Diagnostic::new(&codes::MISSING_FIELD, format!("{what} has no `{field}`"))
-                    .at(Span::new(node.span.offset, 1), format!("`{field}` missing"));
+                    .at(
+                        Span::char_at(v.text, node.span.offset),
+                        format!("`{field}` missing"),
+                    );
                 v.push(d);
                 ok = false;
             }
@@ -927,7 +1074,10 @@ impl Validator<'_> {
                         &codes::MISSING_FIELD,
                         format!("a stream has no `{field}`"),
                     )
-                    .at(Span::new(node.span.offset, 1), format!("`{field}` missing"));
+                    .at(
+                        Span::char_at(self.text, node.span.offset),
+                        format!("`{field}` missing"),
+                    );
                     self.push(d);
                     ends.push(None);
                 }

@@ -1,0 +1,176 @@
+//! The fuzzers' seeds and every committed crash input, run through exactly what the fuzz
+//! targets run (`blazes::fuzzing::pipeline`), plus fast random inputs: `cargo test` guards the
+//! fuzzers' findings without nightly or libFuzzer.
+
+mod common;
+
+use blazes::fuzzing::{self, GateChoice, LabelChoice, Op, PathField, Rename, ScalarChoice};
+use common::root;
+use proptest::prelude::*;
+
+fn files(dir: &str) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(root().join(dir)) else {
+        return Vec::new();
+    };
+    let mut v: Vec<_> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn seeds_and_regressions_run_clean() {
+    let seeds = files("fuzz/seeds");
+    assert!(
+        seeds.len() >= 20,
+        "fuzz/seeds holds the specs and the error fixtures"
+    );
+    for path in seeds.iter().chain(&files("fuzz/regressions")) {
+        let bytes = std::fs::read(path).unwrap();
+        let code = fuzzing::pipeline(&bytes, &fuzzing::fuzz_options());
+        assert!((0..=2).contains(&code), "{}", path.display());
+        // And with the CLI's default limits.
+        fuzzing::pipeline(&bytes, &Default::default());
+    }
+}
+
+#[test]
+fn seeds_match_the_specs_and_fixtures() {
+    // The seeds are copies; a spec or fixture added without a seed is a gap in the corpus.
+    let seeds: Vec<String> = files("fuzz/seeds")
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for spec in files("specs") {
+        let name = spec.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(seeds.contains(&name), "fuzz/seeds lacks {name}");
+    }
+    for fixture in files("tests/fixtures/errors") {
+        let name = format!("error-{}", fixture.file_name().unwrap().to_string_lossy());
+        assert!(seeds.contains(&name), "fuzz/seeds lacks {name}");
+    }
+}
+
+fn seed_texts() -> Vec<String> {
+    files("specs")
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect()
+}
+
+fn idx() -> impl Strategy<Value = u16> {
+    0u16..64
+}
+
+fn keys() -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(0u8..8, 0..4)
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let label = prop_oneof![
+        Just(LabelChoice::Cr),
+        Just(LabelChoice::Cw),
+        Just(LabelChoice::Or),
+        Just(LabelChoice::Ow),
+        Just(LabelChoice::OwWithGate),
+        Just(LabelChoice::Other)
+    ];
+    let gate = prop_oneof![
+        Just(GateChoice::Star),
+        Just(GateChoice::Remove),
+        keys().prop_map(GateChoice::Keys),
+        Just(GateChoice::NotNames),
+        Just(GateChoice::Empty)
+    ];
+    let field = prop_oneof![
+        Just(PathField::From),
+        Just(PathField::To),
+        Just(PathField::Label),
+        Just(PathField::Gate)
+    ];
+    let rename = prop_oneof![
+        Just(Rename::Same),
+        Just(Rename::Upper),
+        Just(Rename::Lower),
+        Just(Rename::Fresh)
+    ];
+    let scalar = prop_oneof![
+        Just(ScalarChoice::Null),
+        any::<bool>().prop_map(ScalarChoice::Bool),
+        any::<i64>().prop_map(ScalarChoice::Int),
+        any::<f64>().prop_map(ScalarChoice::Float),
+        "[a-zA-Z.* é\\t]{0,12}".prop_map(ScalarChoice::Str),
+        (0u16..64).prop_map(ScalarChoice::Long)
+    ];
+    prop_oneof![
+        (idx(), label).prop_map(|(i, l)| Op::Label(i, l)),
+        (idx(), gate).prop_map(|(i, g)| Op::Gate(i, g)),
+        (idx(), idx(), field).prop_map(|(a, b, f)| Op::SwapPaths(a, b, f)),
+        (idx(), any::<bool>(), idx()).prop_map(|(stream, to_end, target)| Op::Retarget {
+            stream,
+            to_end,
+            target
+        }),
+        idx().prop_map(Op::Reverse),
+        (idx(), idx()).prop_map(|(from, to)| Op::AddStream { from, to }),
+        (idx(), idx()).prop_map(|(a, b)| Op::Cycle(a, b)),
+        idx().prop_map(Op::SelfLoop),
+        idx().prop_map(Op::RemoveStream),
+        (idx(), rename).prop_map(|(i, r)| Op::DuplicateComponent(i, r)),
+        (idx(), any::<bool>()).prop_map(|(i, b)| Op::Replicated(i, b)),
+        (idx(), proptest::option::of(keys())).prop_map(|(i, k)| Op::Order(i, k)),
+        (idx(), keys()).prop_map(|(i, k)| Op::SealSource(i, k)),
+        (idx(), keys()).prop_map(|(i, k)| Op::SealStream(i, k)),
+        (0u16..400, scalar).prop_map(|(i, s)| Op::Replace(i, s)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Structural mutations of the shipped specs: never a panic, always a valid exit status.
+    #[test]
+    fn mutated_specs_never_panic(seed in 0usize..64, ops in proptest::collection::vec(op(), 0..12)) {
+        let seeds = seed_texts();
+        let text = fuzzing::mutate(&seeds[seed % seeds.len()], &ops).expect("seeds are YAML");
+        fuzzing::pipeline(text.as_bytes(), &fuzzing::fuzz_options());
+    }
+
+    /// Random bytes, and a spec with random bytes spliced in.
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256), at in 0usize..2000) {
+        fuzzing::pipeline(&bytes, &fuzzing::fuzz_options());
+        let mut spec = std::fs::read(root().join("specs/ad-poor.yaml")).unwrap();
+        let at = at % spec.len();
+        spec.splice(at..at, bytes);
+        fuzzing::pipeline(&spec, &fuzzing::fuzz_options());
+    }
+}
+
+#[test]
+fn the_mutator_round_trips_a_seed() {
+    // With no ops the emitted text is the same spec: the analysis agrees on the verdict.
+    for text in seed_texts() {
+        let emitted = fuzzing::mutate(&text, &[]).unwrap();
+        let a = blazes::check::check_bytes("a.yaml", text.as_bytes(), &Default::default());
+        let b = blazes::check::check_bytes("a.yaml", emitted.as_bytes(), &Default::default());
+        assert_eq!(a.exit_code(), b.exit_code(), "{emitted}");
+    }
+}
+
+/// Found by `mutated_specs_never_panic` once the planner was in the pipeline: a keyed order on
+/// the intersection of two gates is a key set the planner interns in its own copy of the
+/// interner, and `render --plan` looked its names up in the dataflow's (index out of bounds).
+#[test]
+fn render_plan_with_a_key_the_planner_invented() {
+    let ops = [
+        Op::DuplicateComponent(0, Rename::Upper),
+        Op::Cycle(45, 0),
+        Op::Order(14, Some(vec![0, 4])),
+    ];
+    let text = fuzzing::mutate(&seed_texts()[0], &ops).unwrap();
+    fuzzing::pipeline(text.as_bytes(), &fuzzing::fuzz_options());
+}

@@ -1,0 +1,326 @@
+//! Hostile and odd input: every resource limit (named, located, raised by its flag), the
+//! inputs that must be accepted (BOM, CRLF, merge keys, self-loops, one big cycle), standard
+//! input, and specs built to make the reader or the analysis quadratic.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn json(o: &std::process::Output) -> Value {
+    serde_json::from_str(&stdout(o)).expect("--format json prints JSON")
+}
+
+/// The first diagnostic of the only file.
+fn first_diag(o: &std::process::Output) -> Value {
+    json(o)["files"][0]["diagnostics"][0].clone()
+}
+
+#[test]
+fn accepted_inputs_are_analysed() {
+    let fixtures = yaml_files("tests/fixtures/accepted");
+    assert!(fixtures.len() >= 7);
+    for path in fixtures {
+        let o = blazes(&["check", &path]);
+        assert!(
+            o.status.code().unwrap() < 2,
+            "{path} must be accepted:\n{}",
+            stdout(&o)
+        );
+        assert_clean_failure(&o);
+        insta::assert_snapshot!(format!("accepted-{}", stem(&path)), stdout(&o));
+    }
+}
+
+#[test]
+fn bom_and_crlf_keep_locations_right() {
+    // The same error in a plain, a BOM and a CRLF file is reported at the same line and column.
+    let plain =
+        b"components:\n  A:\n    paths:\n      - { from: in, to: out, label: XX }\n".to_vec();
+    let mut bom = "\u{feff}".as_bytes().to_vec();
+    bom.extend(&plain);
+    let crlf = String::from_utf8(plain.clone())
+        .unwrap()
+        .replace('\n', "\r\n")
+        .into_bytes();
+    let at = |bytes: &[u8]| {
+        let d = first_diag(&blazes_stdin(&["check", "--format", "json", "-"], bytes));
+        (d["code"].clone(), d["line"].clone(), d["column"].clone())
+    };
+    let expected = at(&plain);
+    assert_eq!(expected.0, "S003");
+    assert_eq!(at(&bom), expected);
+    assert_eq!(at(&crlf), expected);
+}
+
+#[test]
+fn merge_keys_merge_and_local_keys_win() {
+    let o = blazes(&[
+        "check",
+        "--format",
+        "json",
+        "tests/fixtures/accepted/merge-keys.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    // Ledger is ordered (merged `order: global`), so its OW is not a point of order.
+    assert!(
+        json(&o)["files"][0]["points_of_order"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn case_collisions_warn_with_both_locations() {
+    let o = blazes(&[
+        "check",
+        "--format",
+        "json",
+        "tests/fixtures/accepted/case-collision.yaml",
+    ]);
+    let v = json(&o);
+    let s016: Vec<&Value> = v["files"][0]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "S016")
+        .collect();
+    assert_eq!(s016.len(), 2, "{s016:?}");
+    assert!(s016.iter().all(|d| d["severity"] == "warning"));
+    // Both spellings are shown.
+    let h = stdout(&blazes(&[
+        "check",
+        "tests/fixtures/accepted/case-collision.yaml",
+    ]));
+    assert_eq!(h.matches("other spelling").count(), 2, "{h}");
+    assert_eq!(h.matches("this spelling").count(), 2, "{h}");
+}
+
+/// Runs `blazes check` on `spec` from stdin with extra flags; returns the JSON's first
+/// diagnostic and the human output.
+fn limited(flags: &[&str], spec: &[u8]) -> (i32, Value, String) {
+    let mut args = vec!["check", "--format", "json"];
+    args.extend(flags);
+    args.push("-");
+    let o = blazes_stdin(&args, spec);
+    let mut hargs = vec!["check"];
+    hargs.extend(flags);
+    hargs.push("-");
+    let h = blazes_stdin(&hargs, spec);
+    assert_clean_failure(&h);
+    (o.status.code().unwrap(), first_diag(&o), stdout(&h))
+}
+
+fn chain_spec(n: usize) -> String {
+    let mut s = String::from("sources:\n  seed: {}\ncomponents:\n");
+    for i in 0..n {
+        s.push_str(&format!(
+            "  C{i}:\n    paths:\n      - {{ from: in, to: out, label: CR }}\n"
+        ));
+    }
+    s.push_str("streams:\n  - { from: seed, to: C0.in }\n");
+    for i in 0..n {
+        s.push_str(&format!(
+            "  - {{ from: C{i}.out, to: C{}.in }}\n",
+            (i + 1) % n
+        ));
+    }
+    s
+}
+
+#[test]
+fn every_limit_is_named_located_and_raised_by_its_flag() {
+    let spec = chain_spec(6);
+    let alias = "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\ncomponents: {}\n";
+    let deep = format!("components: {}{}\n", "[".repeat(20), "]".repeat(20));
+    let gate = "components:\n  A:\n    paths:\n      - { from: in, to: out, label: OW, gate: [a, b, c, d] }\n";
+    let cases: Vec<(&str, &str, &str, String)> = vec![
+        ("components", "--max-components", "5", spec.clone()),
+        ("streams", "--max-streams", "5", spec.clone()),
+        ("attributes", "--max-attributes", "3", gate.to_string()),
+        ("aliases", "--max-aliases", "50", alias.to_string()),
+        ("depth", "--max-depth", "10", deep),
+        ("nodes", "--max-nodes", "40", spec.clone()),
+        ("file-size", "--max-file-size", "100", spec.clone()),
+    ];
+    for (name, flag, low, text) in cases {
+        let (code, d, human) = limited(&[flag, low], text.as_bytes());
+        assert_eq!(code, 2, "{name}");
+        assert_eq!(d["code"], "S011", "{name}: {d}");
+        assert!(d["line"].as_u64().unwrap() >= 1, "{name}: located");
+        assert!(
+            d["help"].as_str().unwrap().contains(flag),
+            "{name}: the help names {flag}"
+        );
+        assert!(!d["message"].as_str().unwrap().contains('\n'));
+        insta::assert_snapshot!(format!("limit-{name}"), human);
+        // The flag is truthful: raising it lets the same spec through this limit.
+        let (code, d, _) = limited(&[flag, "1000000"], text.as_bytes());
+        assert!(
+            code < 2 || d["code"] != "S011",
+            "{name}: {flag} raised, still {d}"
+        );
+    }
+}
+
+#[test]
+fn the_default_alias_limit_stops_a_billion_laughs() {
+    let o = blazes(&[
+        "check",
+        "--format",
+        "json",
+        "tests/fixtures/errors/alias-bomb.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let d = first_diag(&o);
+    assert_eq!(d["code"], "S011");
+    assert!(
+        d["message"]
+            .as_str()
+            .unwrap()
+            .contains("alias expansion limit"),
+        "{d}"
+    );
+}
+
+#[test]
+fn standard_input_is_named_in_messages() {
+    let o = blazes_stdin(&["check", "-"], b"components:\n  A: 3\n");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stdout(&o).contains("[<stdin>:2:6]"), "{}", stdout(&o));
+    let o = blazes_stdin(&["check", "--format", "json", "-"], b"\xff\xfe");
+    assert_eq!(json(&o)["files"][0]["path"], "<stdin>");
+}
+
+#[test]
+fn no_backtrace_or_debug_output_even_with_rust_backtrace_unset() {
+    for path in yaml_files("tests/fixtures/errors") {
+        let o = blazes(&["check", "--format", "json", &path]);
+        assert_clean_failure(&o);
+        for d in json(&o)["files"][0]["diagnostics"].as_array().unwrap() {
+            let m = d["message"].as_str().unwrap();
+            assert!(!m.contains('\n') && !m.contains("\\u{"), "{path}: {m:?}");
+        }
+    }
+}
+
+/// Every component in one cycle: the fixpoint must finish (no time is asserted; see
+/// `docs/robustness.md` for how long it takes).
+#[test]
+fn one_huge_cycle_finishes() {
+    let spec = chain_spec(50_000);
+    let start = std::time::Instant::now();
+    let o = blazes_stdin(&["check", "--format", "json", "-"], spec.as_bytes());
+    eprintln!("50,000 components in one cycle: {:?}", start.elapsed());
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        json(&o)["files"][0]["streams"].as_array().unwrap().len(),
+        50_001
+    );
+}
+
+/// Thousands of dangling endpoints against thousands of components, and names of a megabyte:
+/// "did you mean" must stay bounded instead of comparing every pair.
+#[test]
+fn suggestions_stay_bounded_on_hostile_specs() {
+    let n = 3_000;
+    let mut s = String::from("components:\n");
+    for i in 0..n {
+        s.push_str(&format!(
+            "  Comp{i}:\n    paths:\n      - {{ from: in, to: out, label: CR }}\n"
+        ));
+    }
+    s.push_str("streams:\n");
+    for i in 0..n {
+        s.push_str(&format!("  - {{ from: Cmop{i}.out, to: Comp{i}.nope }}\n"));
+    }
+    let long = "x".repeat(1 << 20);
+    s.push_str(&format!("  - {{ from: {long}, to: {long}.in }}\n"));
+    let start = std::time::Instant::now();
+    let o = blazes_stdin(&["check", "--format", "json", "-"], s.as_bytes());
+    eprintln!("{n} dangling pairs: {:?}", start.elapsed());
+    assert_eq!(o.status.code(), Some(2));
+    let v = json(&o);
+    let d = v["files"][0]["diagnostics"].as_array().unwrap();
+    assert!(d.len() >= 2 * n, "{}", d.len());
+    // The early ones still get their suggestion.
+    assert!(
+        d[0]["help"]
+            .as_str()
+            .unwrap()
+            .contains("did you mean `Comp0.out`"),
+        "{}",
+        d[0]
+    );
+}
+
+/// Outputs never lose user data: a failed `render -o` (here the target is a non-empty
+/// directory, so the final rename fails even for root) leaves what was there and no temporary
+/// file; a symlink to the spec is still the spec.
+#[test]
+fn a_failed_write_leaves_the_old_file_intact() {
+    let d = std::env::temp_dir().join(format!("blazes-hostile-write-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    let target = d.join("graph.dot");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::write(target.join("keep"), b"user data").unwrap();
+    let o = blazes(&[
+        "render",
+        "specs/wordcount.yaml",
+        "-o",
+        target.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot write"), "{}", stderr(&o));
+    assert_clean_failure(&o);
+    assert_eq!(std::fs::read(target.join("keep")).unwrap(), b"user data");
+    let left: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "no temporary file is left behind: {left:?}");
+
+    #[cfg(unix)]
+    {
+        let spec = d.join("spec.yaml");
+        std::fs::copy(root().join("specs/wordcount.yaml"), &spec).unwrap();
+        let link = d.join("link.yaml");
+        std::os::unix::fs::symlink(&spec, &link).unwrap();
+        let before = std::fs::read(&spec).unwrap();
+        let o = blazes(&[
+            "render",
+            spec.to_str().unwrap(),
+            "-o",
+            link.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert_eq!(std::fs::read(&spec).unwrap(), before);
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A minified spec (one line of hundreds of kilobytes) with an error at its end: miette would
+/// panic drawing a caret past column 65535, so such lines get a plain location.
+#[test]
+fn a_huge_single_line_spec_is_reported_without_a_drawing() {
+    let mut s = String::from("{\"components\": {");
+    for i in 0..8_000 {
+        s.push_str(&format!(
+            "\"C{i}\": {{\"paths\": [{{\"from\": \"in\", \"to\": \"out\", \"label\": \"CR\"}}]}}, "
+        ));
+    }
+    s.push_str(
+        "\"Last\": {\"paths\": [{\"from\": \"in\", \"to\": \"out\", \"label\": \"XX\"}]}}}\n",
+    );
+    assert!(s.len() > 65_535 * 4);
+    let o = blazes_stdin(&["check", "-"], s.as_bytes());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_clean_failure(&o);
+    let out = stdout(&o);
+    assert!(out.contains("unknown label `XX`"), "{out}");
+    assert!(
+        out.contains("at [<stdin>:1:") && out.contains("too long to show"),
+        "{out}"
+    );
+}
