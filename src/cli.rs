@@ -556,6 +556,14 @@ pub struct PlanArgs {
         default_values_t = [MechanismArg::Seal, MechanismArg::Keyed, MechanismArg::Global]
     )]
     pub allow: Vec<MechanismArg>,
+    /// Most candidate mechanisms the exact search (branch and bound) takes on; above it the
+    /// plan is found greedily and says so. At most 63.
+    #[arg(long, value_name = "N", default_value_t = crate::plan::EXACT_LIMIT as u8,
+          value_parser = clap::value_parser!(u8).range(0..=63))]
+    pub exact_limit: u8,
+    /// Most analyses the exact search may run before it falls back to the greedy plan.
+    #[arg(long, value_name = "N", default_value_t = crate::plan::EVALUATION_BUDGET)]
+    pub exact_budget: usize,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -627,7 +635,8 @@ fn run_plan(args: &PlanArgs) -> i32 {
             keyed: args.allow.contains(&MechanismArg::Keyed),
             global: args.allow.contains(&MechanismArg::Global),
         },
-        ..Default::default()
+        exact_limit: usize::from(args.exact_limit),
+        evaluation_budget: args.exact_budget,
     };
     let plan = crate::plan::plan(&analysed.dataflow, &plan_options);
     let text = match args.format {

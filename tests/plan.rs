@@ -745,7 +745,7 @@ fn large_specs_use_the_greedy_search_and_say_so() {
     assert!(p.mechanisms.iter().all(|m| m.kind == Kind::AddSeal));
     let human = blazes::report::plan_human::render("ring.yaml", &p);
     assert!(
-        human.contains("greedy (more than 24 candidates)"),
+        human.contains("greedy (more than 24 candidates; --exact-limit raises it)"),
         "{human}"
     );
 
@@ -759,4 +759,26 @@ fn large_specs_use_the_greedy_search_and_say_so() {
     assert_eq!(p.search.mode, plan::SearchMode::GreedyBudget);
     assert_eq!(p.status, Status::Repaired);
     check_plan(&df, &tight, 0);
+}
+
+/// The exact search's limits are flags: past `--exact-limit` candidates the plan is greedy and
+/// says which flag raises the limit; an out-of-range value is a usage error.
+#[test]
+fn exact_search_limits_are_flags() {
+    let o = blazes(&[
+        "plan",
+        "--exact-limit",
+        "1",
+        "specs/wordcount-sealable.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("greedy (more than 1 candidates; --exact-limit raises it)"),
+        "{out}"
+    );
+    let exact = blazes(&["plan", "specs/wordcount-sealable.yaml"]);
+    assert!(String::from_utf8_lossy(&exact.stdout).contains("search: exact"));
+    let bad = blazes(&["plan", "--exact-limit", "99", "specs/wordcount.yaml"]);
+    assert_eq!(bad.status.code(), Some(2));
 }

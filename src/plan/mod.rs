@@ -272,10 +272,12 @@ impl SearchMode {
         match self {
             SearchMode::None => "no search needed".to_string(),
             SearchMode::Exact => "exact (branch and bound)".to_string(),
-            SearchMode::Greedy => format!("greedy (more than {limit} candidates)"),
-            SearchMode::GreedyBudget => {
-                format!("greedy (the exact search stopped after {budget} analyses)")
+            SearchMode::Greedy => {
+                format!("greedy (more than {limit} candidates; --exact-limit raises it)")
             }
+            SearchMode::GreedyBudget => format!(
+                "greedy (the exact search stopped after {budget} analyses; --exact-budget raises it)"
+            ),
         }
     }
 }
