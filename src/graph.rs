@@ -452,109 +452,83 @@ impl Builder {
     }
 
     fn resolve_from(&mut self, n: &Names, e: &spec::Endpoint) -> Option<Producer> {
-        match &e.component {
-            Some(c) => {
-                let cid = self.component(n, c, e)?;
-                if let Some(&i) = n.outputs[cid.index()].get(e.name.as_str()) {
-                    return Some(Producer::Output(i));
-                }
-                if n.incomplete[cid.index()] {
-                    return None;
-                }
-                if n.inputs[cid.index()].contains_key(e.name.as_str()) {
-                    self.push(
-                        Diagnostic::new(
-                            &codes::WRONG_DIRECTION,
-                            format!("stream flows out of `{}`, which is an input of {c}", e.text),
-                        )
-                        .at(e.span, "an input, not an output")
-                        .help(format!(
-                            "a stream's `from` must be an output; the outputs of {c} are: {}",
-                            list(&n.outputs[cid.index()])
-                        )),
-                    );
-                } else {
-                    self.unknown_iface(e, c, "output", &n.outputs[cid.index()]);
-                }
-                None
-            }
-            None => {
-                if let Some(&s) = n.sources.get(e.name.as_str()) {
-                    return Some(Producer::Source(s));
-                }
-                let d = if n.sinks.contains_key(e.name.as_str()) {
-                    Diagnostic::new(&codes::WRONG_DIRECTION, format!("stream flows out of `{}`, which is a sink", e.text))
-                        .at(e.span, "a sink, not a source")
-                        .help("streams flow into sinks; a stream's `from` is a source or `Component.output`")
-                } else if n.comp_index.contains_key(e.name.as_str()) {
-                    Diagnostic::new(
-                        &codes::DANGLING_ENDPOINT,
-                        format!(
-                            "stream endpoint `{}` names a component but not its interface",
-                            e.text
-                        ),
-                    )
-                    .at(e.span, "missing `.interface`")
-                    .help(format!("write `{}.<output>`", e.text))
-                } else {
-                    let mut d = Diagnostic::new(
-                        &codes::DANGLING_ENDPOINT,
-                        format!(
-                            "stream comes from `{}`, which is not a declared source",
-                            e.text
-                        ),
-                    )
-                    .at(e.span, "unknown source");
-                    d = match self.suggest(&e.name, n.sources.keys().copied()) {
-                        Some(s) => d.help(format!("did you mean `{s}`?")),
-                        None => d.help(format!(
-                            "declare it under `sources:` (`{}: {{}}`), or write `Component.output`",
-                            e.name
-                        )),
-                    };
-                    d
-                };
-                self.push(d);
-                None
-            }
-        }
+        Some(match self.resolve(n, e, &FROM)? {
+            Resolved::Iface(i) => Producer::Output(i),
+            Resolved::Declared(k) => Producer::Source(SourceId(k)),
+        })
     }
 
     fn resolve_to(&mut self, n: &Names, e: &spec::Endpoint) -> Option<Consumer> {
+        Some(match self.resolve(n, e, &TO)? {
+            Resolved::Iface(i) => Consumer::Input(i),
+            Resolved::Declared(k) => Consumer::Sink(SinkId(k)),
+        })
+    }
+
+    /// Resolves one end of a stream, or reports why it cannot be: the two ends are mirror
+    /// images (outputs and sources upstream, inputs and sinks downstream), told apart by `end`.
+    fn resolve(&mut self, n: &Names, e: &spec::Endpoint, end: &End) -> Option<Resolved> {
+        let (own_ifaces, other_ifaces) = match end.field {
+            "from" => (n.outputs, n.inputs),
+            _ => (n.inputs, n.outputs),
+        };
+        let name = e.name.as_str();
+        let (own_decl, other_decl) = match end.field {
+            "from" => (n.sources.get(name).map(|s| s.0), n.sinks.contains_key(name)),
+            _ => (n.sinks.get(name).map(|s| s.0), n.sources.contains_key(name)),
+        };
         match &e.component {
             Some(c) => {
                 let cid = self.component(n, c, e)?;
-                if let Some(&i) = n.inputs[cid.index()].get(e.name.as_str()) {
-                    return Some(Consumer::Input(i));
+                if let Some(&i) = own_ifaces[cid.index()].get(e.name.as_str()) {
+                    return Some(Resolved::Iface(i));
                 }
                 if n.incomplete[cid.index()] {
                     return None;
                 }
-                if n.outputs[cid.index()].contains_key(e.name.as_str()) {
+                if other_ifaces[cid.index()].contains_key(e.name.as_str()) {
                     self.push(
                         Diagnostic::new(
                             &codes::WRONG_DIRECTION,
-                            format!("stream flows into `{}`, which is an output of {c}", e.text),
+                            format!(
+                                "stream {} `{}`, which is an {} of {c}",
+                                end.flows, e.text, end.other_iface
+                            ),
                         )
-                        .at(e.span, "an output, not an input")
+                        .at(
+                            e.span,
+                            format!("an {}, not an {}", end.other_iface, end.own_iface),
+                        )
                         .help(format!(
-                            "a stream's `to` must be an input; the inputs of {c} are: {}",
-                            list(&n.inputs[cid.index()])
+                            "a stream's `{}` must be an {}; the {}s of {c} are: {}",
+                            end.field,
+                            end.own_iface,
+                            end.own_iface,
+                            list(&own_ifaces[cid.index()])
                         )),
                     );
                 } else {
-                    self.unknown_iface(e, c, "input", &n.inputs[cid.index()]);
+                    self.unknown_iface(e, c, end.own_iface, &own_ifaces[cid.index()]);
                 }
                 None
             }
             None => {
-                if let Some(&s) = n.sinks.get(e.name.as_str()) {
-                    return Some(Consumer::Sink(s));
+                if let Some(k) = own_decl {
+                    return Some(Resolved::Declared(k));
                 }
-                let d = if n.sources.contains_key(e.name.as_str()) {
-                    Diagnostic::new(&codes::WRONG_DIRECTION, format!("stream flows into `{}`, which is a source", e.text))
-                        .at(e.span, "a source, not a sink")
-                        .help("streams flow out of sources; a stream's `to` is a sink or `Component.input`")
+                let d = if other_decl {
+                    Diagnostic::new(
+                        &codes::WRONG_DIRECTION,
+                        format!(
+                            "stream {} `{}`, which is a {}",
+                            end.flows, e.text, end.other_decl
+                        ),
+                    )
+                    .at(
+                        e.span,
+                        format!("a {}, not a {}", end.other_decl, end.own_decl),
+                    )
+                    .help(end.direction_help)
                 } else if n.comp_index.contains_key(e.name.as_str()) {
                     Diagnostic::new(
                         &codes::DANGLING_ENDPOINT,
@@ -564,21 +538,27 @@ impl Builder {
                         ),
                     )
                     .at(e.span, "missing `.interface`")
-                    .help(format!("write `{}.<input>`", e.text))
+                    .help(format!("write `{}.<{}>`", e.text, end.own_iface))
                 } else {
-                    let mut d = Diagnostic::new(
+                    let d = Diagnostic::new(
                         &codes::DANGLING_ENDPOINT,
-                        format!("stream goes to `{}`, which is not a declared sink", e.text),
+                        format!(
+                            "stream {} `{}`, which is not a declared {}",
+                            end.names, e.text, end.own_decl
+                        ),
                     )
-                    .at(e.span, "unknown sink");
-                    d = match self.suggest(&e.name, n.sinks.keys().copied()) {
+                    .at(e.span, format!("unknown {}", end.own_decl));
+                    let known: Vec<&str> = match end.field {
+                        "from" => n.sources.keys().copied().collect(),
+                        _ => n.sinks.keys().copied().collect(),
+                    };
+                    match self.suggest(&e.name, known.into_iter()) {
                         Some(s) => d.help(format!("did you mean `{s}`?")),
                         None => d.help(format!(
-                            "declare it under `sinks:` (`{}: {{}}`), or write `Component.input`",
-                            e.name
+                            "declare it under `{}s:` (`{}: {{}}`), or write `Component.{}`",
+                            end.own_decl, e.name, end.own_iface
                         )),
-                    };
-                    d
+                    }
                 };
                 self.push(d);
                 None
@@ -622,6 +602,47 @@ impl Builder {
         self.diags.push(d);
     }
 }
+
+/// A resolved endpoint: a component interface, or a declared source (upstream) or sink
+/// (downstream), by index.
+enum Resolved {
+    Iface(IfaceId),
+    Declared(u32),
+}
+
+/// The words that tell the two ends of a stream apart in messages.
+struct End {
+    field: &'static str,
+    own_iface: &'static str,
+    other_iface: &'static str,
+    own_decl: &'static str,
+    other_decl: &'static str,
+    flows: &'static str,
+    names: &'static str,
+    direction_help: &'static str,
+}
+
+const FROM: End = End {
+    field: "from",
+    own_iface: "output",
+    other_iface: "input",
+    own_decl: "source",
+    other_decl: "sink",
+    flows: "flows out of",
+    names: "comes from",
+    direction_help: "streams flow into sinks; a stream's `from` is a source or `Component.output`",
+};
+
+const TO: End = End {
+    field: "to",
+    own_iface: "input",
+    other_iface: "output",
+    own_decl: "sink",
+    other_decl: "source",
+    flows: "flows into",
+    names: "goes to",
+    direction_help: "streams flow out of sources; a stream's `to` is a sink or `Component.input`",
+};
 
 struct Names<'a> {
     comp_index: &'a HashMap<&'a str, CompId>,
