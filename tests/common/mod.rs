@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: run the real binary, list fixtures.
 #![allow(dead_code)]
 
+pub mod rng;
 pub mod specgen;
 
 use std::path::{Path, PathBuf};
