@@ -72,7 +72,13 @@ fn stem(path: &str) -> String {
 
 /// Reads and analyses one spec. `path` is only used for naming.
 pub fn check_bytes(path: &str, bytes: &[u8], options: &Options) -> FileReport {
-    let (spec, mut diags, text) = spec::parse_bytes(bytes, &options.limits);
+    check_owned(path, bytes.to_vec(), options)
+}
+
+/// [`check_bytes`] on bytes the caller gives up: they become the report's text without a copy,
+/// which for a big spec is hundreds of megabytes.
+pub fn check_owned(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
+    let (spec, mut diags, text) = spec::parse_vec(bytes, &options.limits);
     let Some(spec) = spec else {
         return FileReport {
             path: path.to_string(),

@@ -192,7 +192,7 @@ pub fn check_files(specs: &[PathBuf], options: &Options) -> Vec<FileReport> {
     specs
         .iter()
         .map(|p| match read_spec(p, &options.limits) {
-            Ok((shown, bytes)) => check::check_bytes(&shown, &bytes, options),
+            Ok((shown, bytes)) => check::check_owned(&shown, bytes, options),
             Err((shown, reason)) => FileReport {
                 path: shown.clone(),
                 text: String::new(),

@@ -124,17 +124,24 @@ pub struct Spec {
 }
 
 /// Reads a spec from raw bytes (UTF-8, optional BOM). Returns the spec (possibly partial)
-/// and every diagnostic; the spec is usable only when no diagnostic is an error.
+/// and every diagnostic; the spec is usable only when no diagnostic is an error. The text is
+/// returned for reports; [`parse_vec`] avoids copying it.
 pub fn parse_bytes(bytes: &[u8], limits: &Limits) -> (Option<Spec>, Vec<Diagnostic>, String) {
-    match std::str::from_utf8(bytes) {
+    parse_vec(bytes.to_vec(), limits)
+}
+
+/// [`parse_bytes`] on bytes the caller gives up: valid UTF-8 becomes the returned text in
+/// place, so a big spec is in memory once.
+pub fn parse_vec(bytes: Vec<u8>, limits: &Limits) -> (Option<Spec>, Vec<Diagnostic>, String) {
+    match String::from_utf8(bytes) {
         Ok(text) => {
-            let text = text.to_string();
             let (spec, diags) = parse(&text, limits);
             (spec, diags, text)
         }
         Err(e) => {
             // Show what we can of the text: up to the bad byte, so the caret has context.
-            let good = e.valid_up_to();
+            let good = e.utf8_error().valid_up_to();
+            let bytes = e.into_bytes();
             let mut text = String::from_utf8_lossy(&bytes[..good]).into_owned();
             let offset = text.len();
             text.push('\u{FFFD}');
