@@ -238,21 +238,30 @@ fn run_check(args: &CheckArgs) -> i32 {
     };
     let reports = check_files(&args.specs, &options);
     let text = match args.format {
-        Format::Human => report::human::render(
+        Format::Human => Some(report::human::render(
             &reports,
             report::human::Style {
                 color: use_color(args.color),
                 ..Default::default()
             },
-        ),
-        Format::Json => report::json::render(&reports),
+        )),
+        Format::Json => {
+            // Written as it is serialised: on a big spec the document is hundreds of
+            // megabytes, as much again as the analysis.
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            // A closed pipe (`blazes check ... | head`) is not an error worth a panic.
+            let _ = report::json::write(&reports, &mut out).and_then(|()| out.flush());
+            None
+        }
         Format::Sarif => {
             let cwd = std::env::current_dir().ok();
-            report::sarif::render(&reports, cwd.as_deref())
+            Some(report::sarif::render(&reports, cwd.as_deref()))
         }
-        Format::Github => report::github::render(&reports),
+        Format::Github => Some(report::github::render(&reports)),
     };
-    write_out(&text);
+    if let Some(text) = text {
+        write_out(&text);
+    }
     let code = reports
         .iter()
         .map(FileReport::exit_code)
