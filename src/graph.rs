@@ -472,21 +472,21 @@ impl Builder {
             "from" => (n.outputs, n.inputs),
             _ => (n.inputs, n.outputs),
         };
-        let name = e.name.as_str();
+        let name = e.name();
         let (own_decl, other_decl) = match end.field {
             "from" => (n.sources.get(name).map(|s| s.0), n.sinks.contains_key(name)),
             _ => (n.sinks.get(name).map(|s| s.0), n.sources.contains_key(name)),
         };
-        match &e.component {
+        match e.component() {
             Some(c) => {
                 let cid = self.component(n, c, e)?;
-                if let Some(&i) = own_ifaces[cid.index()].get(e.name.as_str()) {
+                if let Some(&i) = own_ifaces[cid.index()].get(name) {
                     return Some(Resolved::Iface(i));
                 }
                 if n.incomplete[cid.index()] {
                     return None;
                 }
-                if other_ifaces[cid.index()].contains_key(e.name.as_str()) {
+                if other_ifaces[cid.index()].contains_key(name) {
                     self.push(
                         Diagnostic::new(
                             &codes::WRONG_DIRECTION,
@@ -529,7 +529,7 @@ impl Builder {
                         format!("a {}, not a {}", end.other_decl, end.own_decl),
                     )
                     .help(end.direction_help)
-                } else if n.comp_index.contains_key(e.name.as_str()) {
+                } else if n.comp_index.contains_key(name) {
                     Diagnostic::new(
                         &codes::DANGLING_ENDPOINT,
                         format!(
@@ -552,11 +552,11 @@ impl Builder {
                         "from" => n.sources.keys().copied().collect(),
                         _ => n.sinks.keys().copied().collect(),
                     };
-                    match self.suggest(&e.name, known.into_iter()) {
+                    match self.suggest(name, known.into_iter()) {
                         Some(s) => d.help(format!("did you mean `{s}`?")),
                         None => d.help(format!(
                             "declare it under `{}s:` (`{}: {{}}`), or write `Component.{}`",
-                            end.own_decl, e.name, end.own_iface
+                            end.own_decl, name, end.own_iface
                         )),
                     }
                 };
@@ -579,7 +579,7 @@ impl Builder {
         )
         .at(e.span, "unknown component");
         if let Some(s) = self.suggest(c, n.comp_index.keys().copied()) {
-            d = d.help(format!("did you mean `{s}.{}`?", e.name));
+            d = d.help(format!("did you mean `{s}.{}`?", e.name()));
         }
         self.push(d);
         None
@@ -588,10 +588,10 @@ impl Builder {
     fn unknown_iface(&mut self, e: &spec::Endpoint, c: &str, dir: &str, known: &Ifaces<'_>) {
         let mut d = Diagnostic::new(
             &codes::DANGLING_ENDPOINT,
-            format!("component {c} has no {dir} `{}`", e.name),
+            format!("component {c} has no {dir} `{}`", e.name()),
         )
         .at(e.span, format!("unknown {dir}"));
-        d = match self.suggest(&e.name, known.keys().copied()) {
+        d = match self.suggest(e.name(), known.keys().copied()) {
             Some(s) => d.help(format!("did you mean `{c}.{s}`?")),
             None => d.help(format!("the {dir}s of {c} are: {}", list(known))),
         };

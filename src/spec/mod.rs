@@ -99,8 +99,21 @@ pub struct ComponentDecl {
 pub struct Endpoint {
     pub text: String,
     pub span: Span,
-    pub component: Option<String>,
-    pub name: String,
+    /// Where the dot of `Component.interface` is: the parts are slices of `text`, not strings
+    /// of their own (a big spec has millions of endpoints).
+    dot: Option<usize>,
+}
+
+impl Endpoint {
+    /// The component of `Component.interface`; `None` for a source or sink.
+    pub fn component(&self) -> Option<&str> {
+        self.dot.map(|d| &self.text[..d])
+    }
+
+    /// The interface of `Component.interface`, or the source or sink name.
+    pub fn name(&self) -> &str {
+        self.dot.map_or(&self.text, |d| &self.text[d + 1..])
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -942,8 +955,7 @@ impl Validator<'_> {
         Some(Endpoint {
             text: s.to_string(),
             span: node.span,
-            component: component.map(str::to_string),
-            name: name.to_string(),
+            dot: component.map(str::len),
         })
     }
 
