@@ -74,7 +74,6 @@ fn main() {
         path: path.clone(),
         text,
         outcome: Outcome::Analysed(Box::new(blazes::check::Analysed {
-            spec,
             dataflow: df,
             analysis: a,
             diagnostics,

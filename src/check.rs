@@ -6,7 +6,7 @@
 use crate::analysis::{self, Analysis, FailOn};
 use crate::diagnostic::{self, Diagnostic, Severity};
 use crate::graph::{self, Dataflow};
-use crate::spec::{self, Limits, Spec};
+use crate::spec::{self, Limits};
 
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -21,9 +21,11 @@ pub enum Outcome {
     Analysed(Box<Analysed>),
 }
 
+/// A spec that was read and analysed. The [`Spec`](spec::Spec) itself is not kept: the dataflow has all
+/// of it that the reports need, and on a big input it is as large (`blazes plan --apply`
+/// reads the text again for its spans).
 #[derive(Debug)]
 pub struct Analysed {
-    pub spec: Spec,
     pub dataflow: Dataflow,
     pub analysis: Analysis,
     /// Analysis diagnostics, sorted by position.
@@ -87,6 +89,8 @@ pub fn check_owned(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport 
         };
     };
     let (mut dataflow, graph_diags) = graph::build(&spec, &stem(path));
+    // Freed before the analysis allocates, which then reuses the memory.
+    drop(spec);
     diags.extend(graph_diags);
     if diags.iter().any(|d| d.severity == Severity::Error) {
         diagnostic::sort(&mut diags);
@@ -104,7 +108,6 @@ pub fn check_owned(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport 
         path: path.to_string(),
         text,
         outcome: Outcome::Analysed(Box::new(Analysed {
-            spec,
             dataflow,
             analysis,
             diagnostics: diags,

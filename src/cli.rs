@@ -663,13 +663,8 @@ fn run_plan(args: &PlanArgs) -> i32 {
             );
             return EXIT_FINDINGS;
         }
-        let edited = crate::plan::apply::apply_verified(
-            &report.text,
-            &analysed.spec,
-            &plan,
-            &limits,
-            options.fail_on,
-        );
+        let edited =
+            crate::plan::apply::apply_verified(&report.text, &plan, &limits, options.fail_on);
         let written = edited.and_then(|t| {
             write_atomically(&o, t.as_bytes())
                 .map_err(|e| format!("cannot write `{}`: {}", o.display(), io_reason(&e)))

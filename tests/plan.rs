@@ -687,7 +687,6 @@ proptest! {
         if p.status != Status::Unrepairable {
             let out = plan::apply::apply_verified(
                 &text,
-                &a.spec,
                 &p,
                 &Default::default(),
                 Default::default(),
