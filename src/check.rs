@@ -80,6 +80,12 @@ pub fn check_bytes(path: &str, bytes: &[u8], options: &Options) -> FileReport {
 /// [`check_bytes`] on bytes the caller gives up: they become the report's text without a copy,
 /// which for a big spec is hundreds of megabytes.
 pub fn check_owned(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
+    // The reader needs a big stack, and the whole check on its thread lets the analysis reuse
+    // the memory of the spec (see `on_reader_stack`).
+    spec::yaml::on_reader_stack(&options.limits, || check_here(path, bytes, options))
+}
+
+fn check_here(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
     let (spec, mut diags, text) = spec::parse_vec(bytes, &options.limits);
     let Some(spec) = spec else {
         return FileReport {

@@ -394,11 +394,21 @@ pub fn reader_options(limits: &Limits) -> serde_saphyr::Options {
     }
 }
 
-/// Runs the reader on a thread whose stack fits `max_depth` levels of nesting. The reader
+thread_local! {
+    /// The stack size of this thread when [`on_reader_stack`] started it, else 0.
+    static READER_STACK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs `read` on a thread whose stack fits `max_depth` levels of nesting. The reader
 /// recurses once per level, with frames of tens of kilobytes in debug builds, so at the
 /// default depth limit it overflows a 2 MiB thread (the size of test and many library users'
 /// threads): the depth limit must be what stops deep input, never the caller's stack.
-fn on_reader_stack<R: Send>(limits: &Limits, read: impl FnOnce() -> R + Send) -> R {
+///
+/// On a thread it started itself, with a stack as large, it runs `read` directly: the whole
+/// check of a file runs on one (`check::check_owned`), so that the memory of the spec, freed
+/// once the dataflow is built, is reused by the analysis (the allocator keeps memory freed
+/// on one thread for that thread).
+pub fn on_reader_stack<R: Send>(limits: &Limits, read: impl FnOnce() -> R + Send) -> R {
     const PER_LEVEL: usize = 96 * 1024;
     const MAX_STACK: usize = 1 << 30;
     let stack = limits
@@ -406,10 +416,16 @@ fn on_reader_stack<R: Send>(limits: &Limits, read: impl FnOnce() -> R + Send) ->
         .saturating_add(32)
         .saturating_mul(PER_LEVEL)
         .clamp(8 << 20, MAX_STACK);
+    if READER_STACK.get() >= stack {
+        return read();
+    }
     // The reader runs once, on the new thread or, when none can be started, on this one; a
     // thread that failed to start dropped its closure, so the reader waits in the slot.
     let slot = std::sync::Mutex::new(Some(read));
-    let run = || {
+    let run = |on_own_stack: bool| {
+        if on_own_stack {
+            READER_STACK.set(stack);
+        }
         let read = slot.lock().ok().and_then(|mut s| s.take());
         read.expect("the reader runs once")()
     };
@@ -417,7 +433,7 @@ fn on_reader_stack<R: Send>(limits: &Limits, read: impl FnOnce() -> R + Send) ->
         let worker = std::thread::Builder::new()
             .name("blazes-yaml".into())
             .stack_size(stack)
-            .spawn_scoped(s, run);
+            .spawn_scoped(s, || run(true));
         match worker {
             Ok(handle) => match handle.join() {
                 Ok(result) => result,
@@ -425,7 +441,7 @@ fn on_reader_stack<R: Send>(limits: &Limits, read: impl FnOnce() -> R + Send) ->
                 Err(panic) => std::panic::resume_unwind(panic),
             },
             // No thread available (a sandbox with a thread limit): read on this one.
-            Err(_) => run(),
+            Err(_) => run(false),
         }
     })
 }
