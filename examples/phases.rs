@@ -55,7 +55,7 @@ fn main() {
     assert!(diags.is_empty(), "spec has errors");
 
     let t = Instant::now();
-    let (mut df, _) = blazes::graph::build(&spec, "spec");
+    let (mut df, _) = blazes::graph::build(spec, "spec");
     let build_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();

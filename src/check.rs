@@ -94,9 +94,8 @@ fn check_here(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
             outcome: Outcome::Invalid(diags),
         };
     };
-    let (mut dataflow, graph_diags) = graph::build(&spec, &stem(path));
-    // Freed before the analysis allocates, which then reuses the memory.
-    drop(spec);
+    // The spec is consumed by the build: the analysis reuses its memory.
+    let (mut dataflow, graph_diags) = graph::build(spec, &stem(path));
     diags.extend(graph_diags);
     if diags.iter().any(|d| d.severity == Severity::Error) {
         diagnostic::sort(&mut diags);

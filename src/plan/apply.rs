@@ -278,7 +278,7 @@ pub fn apply_verified(
             error.map_or("invalid YAML".to_string(), |d| d.message.clone())
         ));
     };
-    let (mut df, gdiags) = graph::build(&parsed, &plan.name);
+    let (mut df, gdiags) = graph::build(parsed, &plan.name);
     if let Some(d) = gdiags
         .iter()
         .find(|d| d.severity == crate::diagnostic::Severity::Error)
