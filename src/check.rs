@@ -106,8 +106,13 @@ fn check_here(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
         };
     }
     let mut analysis = analysis::analyze(&mut dataflow, options.fail_on);
-    // The analysis' diagnostics move into the report's list (big specs have tens of thousands).
-    diags.append(&mut analysis.diagnostics);
+    // The analysis' diagnostics move into the report's list (big specs have hundreds of
+    // thousands); usually there is nothing before them, and the list itself is taken.
+    if diags.is_empty() {
+        diags = std::mem::take(&mut analysis.diagnostics);
+    } else {
+        diags.append(&mut analysis.diagnostics);
+    }
     diagnostic::sort(&mut diags);
     FileReport {
         path: path.to_string(),
