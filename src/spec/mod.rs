@@ -303,7 +303,7 @@ impl<'n> Fields<'n> {
 }
 
 impl Validator<'_> {
-    fn error(&mut self, code: &'static Code, span: Span, message: String, label: &str) {
+    fn error(&mut self, code: &'static Code, span: Span, message: String, label: &'static str) {
         self.diags
             .push(Diagnostic::new(code, message).at(span, label));
     }
