@@ -261,7 +261,7 @@ impl Builder {
         let mut components = Vec::with_capacity(component_decls.len());
         let mut ifaces: Vec<Iface> = Vec::new();
         let mut incomplete: Vec<bool> = Vec::with_capacity(component_decls.len());
-        for decl in component_decls {
+        for decl in freeing(component_decls) {
             let cid = CompId(components.len() as u32);
             let mut c = Component {
                 name: decl.name.text,
@@ -344,7 +344,7 @@ impl Builder {
         let mut streams = Vec::with_capacity(stream_decls.len());
         {
             let names = Names::new(&components, &incomplete, &ifaces, &sources, &sinks);
-            for decl in stream_decls {
+            for decl in freeing(stream_decls) {
                 let from = self.resolve_from(&names, &decl.from);
                 let to = self.resolve_to(&names, &decl.to);
                 let (Some(from), Some(to)) = (from, to) else {
@@ -782,6 +782,21 @@ fn add_iface(
     });
     list.push(id);
     id
+}
+
+/// The items of `items` in order, giving the list's memory back as they are taken: a spec's
+/// list of streams is hundreds of megabytes at a million components, and the dataflow built
+/// from it would otherwise be allocated beside all of it.
+fn freeing<T>(mut items: Vec<T>) -> impl Iterator<Item = T> {
+    items.reverse();
+    std::iter::from_fn(move || {
+        let item = items.pop();
+        // Halving keeps the copies linear in all; small lists are not worth it.
+        if items.capacity() > 1 << 12 && items.len() < items.capacity() / 2 {
+            items.shrink_to_fit();
+        }
+        item
+    })
 }
 
 /// Sorted, backquoted list of interface names (`none` when empty).
