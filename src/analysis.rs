@@ -121,6 +121,13 @@ impl Analysis {
 
 /// Runs the whole analysis.
 pub fn analyze(df: &mut Dataflow, fail_on: FailOn) -> Analysis {
+    analyze_with(df, fail_on, true)
+}
+
+/// Runs the whole analysis; `chain_notes` says whether findings carry their provenance chain
+/// as related notes, one per stream. The chains are in `points` either way: the notes repeat
+/// them for the formats that print them, and a big spec has millions of them.
+pub fn analyze_with(df: &mut Dataflow, fail_on: FailOn, chain_notes: bool) -> Analysis {
     let labels = propagate(df);
     let (points, barriers) = points_and_barriers(df, &labels);
     let sinks: Vec<SinkVerdict> = df
@@ -138,7 +145,7 @@ pub fn analyze(df: &mut Dataflow, fail_on: FailOn) -> Analysis {
         })
         .collect();
     let mut diagnostics = Vec::new();
-    findings(df, &labels, &points, &sinks, &mut diagnostics);
+    findings(df, &labels, &points, &sinks, chain_notes, &mut diagnostics);
     warnings(df, &labels, &mut diagnostics);
     diagnostic::sort(&mut diagnostics);
     Analysis {
@@ -717,8 +724,13 @@ fn findings(
     labels: &Labels,
     points: &[PointOfOrder],
     sinks: &[SinkVerdict],
+    chain_notes: bool,
     out: &mut Vec<Diagnostic>,
 ) {
+    let chained = |d: Diagnostic, chain: &[StreamId]| match chain_notes {
+        true => with_chain(d, df, labels, chain),
+        false => d,
+    };
     // Components upstream of a failing sink: their points of order are errors, the others
     // (whose damage every sink tolerates) warnings.
     let mut upstream = vec![false; df.components.len()];
@@ -801,7 +813,7 @@ fn findings(
             .severity(severity)
             .at(p.label_span, primary)
             .help(fix_hint(df, point));
-        out.push(with_chain(d, df, labels, &point.chain));
+        out.push(chained(d, &point.chain));
     }
     let mut has_point = vec![false; df.components.len()];
     for p in points {
@@ -889,7 +901,7 @@ fn findings(
         )
         .at(sink.span, format!("receives {l}"))
         .help(help);
-        out.push(with_chain(d, df, labels, &chain));
+        out.push(chained(d, &chain));
     }
 }
 

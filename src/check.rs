@@ -8,10 +8,23 @@ use crate::diagnostic::{self, Diagnostic, Severity};
 use crate::graph::{self, Dataflow};
 use crate::spec::{self, Limits};
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Options {
     pub fail_on: FailOn,
     pub limits: Limits,
+    /// Findings carry their provenance chain as related notes (see
+    /// [`analysis::analyze_with`]); a report format that prints no notes can do without.
+    pub chain_notes: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            fail_on: FailOn::default(),
+            limits: Limits::default(),
+            chain_notes: true,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -105,15 +118,15 @@ fn check_here(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
             outcome: Outcome::Invalid(diags),
         };
     }
-    let mut analysis = analysis::analyze(&mut dataflow, options.fail_on);
+    let mut analysis = analysis::analyze_with(&mut dataflow, options.fail_on, options.chain_notes);
     // The analysis' diagnostics move into the report's list (big specs have hundreds of
-    // thousands); usually there is nothing before them, and the list itself is taken.
+    // thousands); usually there is nothing before them, and the list, sorted, is taken.
     if diags.is_empty() {
         diags = std::mem::take(&mut analysis.diagnostics);
     } else {
         diags.append(&mut analysis.diagnostics);
+        diagnostic::sort(&mut diags);
     }
-    diagnostic::sort(&mut diags);
     FileReport {
         path: path.to_string(),
         text,
