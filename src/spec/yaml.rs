@@ -9,11 +9,12 @@
 //! a whole tree, for tools that edit specs.
 
 use std::fmt;
+use std::marker::PhantomData;
 
 use serde::de::{
     self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
 };
-use serde_saphyr::{Budget, DuplicateKeyPolicy, Location, MergeKeyPolicy, Spanned};
+use serde_saphyr::{Budget, DuplicateKeyPolicy, Location, MergeKeyPolicy};
 
 use crate::codes;
 use crate::diagnostic::{Diagnostic, LineIndex, Span};
@@ -155,14 +156,15 @@ impl<'de> Visitor<'de> for RawVisitor {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Raw, A::Error> {
         let mut v = Vec::with_capacity(a.size_hint().unwrap_or(0).min(1024));
-        while let Some(x) = a.next_element::<Spanned<Raw>>()? {
+        while let Some(x) = a.next_element_seed(spanned())? {
             v.push(pending(x));
         }
         Ok(Raw(Value::Seq(v)))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Raw, A::Error> {
         let mut v = Vec::new();
-        while let Some((k, x)) = a.next_entry::<Spanned<Raw>, Spanned<Raw>>()? {
+        while let Some(k) = a.next_key_seed(spanned())? {
+            let x = a.next_value_seed(spanned())?;
             v.push((pending(k), pending(x)));
         }
         Ok(Raw(Value::Map(v)))
@@ -180,10 +182,10 @@ fn located(loc: &Location) -> Span {
     }
 }
 
-fn pending(s: Spanned<Raw>) -> Node {
+fn pending((raw, loc): (Raw, Location)) -> Node {
     Node {
-        value: s.value.0,
-        span: located(&s.referenced),
+        value: raw.0,
+        span: located(&loc),
     }
 }
 
@@ -206,7 +208,7 @@ impl<'t> Settle<'t> {
         }
     }
 
-    fn node(&self, s: Spanned<Raw>) -> Node {
+    fn node(&self, s: (Raw, Location)) -> Node {
         let mut node = pending(s);
         self.settle(&mut node);
         node
@@ -266,8 +268,10 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Node, Box<Diagnostic>> {
     }
     let read = || {
         let settle = Settle::new(text, 0);
-        serde_saphyr::from_str_with_options::<Spanned<Raw>>(text, reader_options(limits))
-            .map(|root| settle.node(root))
+        serde_saphyr::with_deserializer_from_str_with_options(text, reader_options(limits), |de| {
+            spanned().deserialize(de)
+        })
+        .map(|root| settle.node(root))
     };
     on_reader_stack(limits, read)
         .map_err(|e| Box::new(convert_error(&e, text, &LineIndex::new(text), limits)))
@@ -446,12 +450,19 @@ pub fn on_reader_stack<R: Send>(limits: &Limits, read: impl FnOnce() -> R + Send
     })
 }
 
-/// `Spanned<T>` for a seed. serde-saphyr's `Spanned` wraps only `T: Deserialize`, and the
-/// streaming visitors carry the consumer, so this speaks `Spanned`'s protocol itself: the
-/// newtype struct `__yaml_spanned`, which the reader answers with a map of `value`,
-/// `referenced` and `defined` (see serde-saphyr's `spanned.rs`). Every span test depends on
-/// it, so a change of protocol in a new serde-saphyr cannot pass unnoticed.
+/// serde-saphyr's `Spanned<T>` for a seed, and leaner. `Spanned` wraps only
+/// `T: Deserialize`, and the streaming visitors carry the consumer; and it reads the marker of
+/// its protocol as a `String` and both locations of every node, where one is used. This
+/// speaks the same protocol: the newtype struct `__yaml_spanned`, which the reader answers
+/// with a map of a marker, `value`, `referenced` and `defined`, in that order (see
+/// serde-saphyr's `spanned.rs` and `de/spanned_deser.rs`), and stops after `referenced`.
+/// Every span test depends on it, so a change of protocol cannot pass unnoticed.
 struct SpannedSeed<S>(S);
+
+/// A node with the location it is used at (an alias: the `*name`).
+fn spanned() -> SpannedSeed<PhantomData<Raw>> {
+    SpannedSeed(PhantomData)
+}
 
 impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for SpannedSeed<S> {
     type Value = (S::Value, Location);
@@ -525,13 +536,20 @@ impl<'de, S: DeserializeSeed<'de>> Visitor<'de> for SpannedFields<S> {
                     None => return Err(de::Error::duplicate_field("value")),
                 },
                 SpannedField::Referenced => referenced = Some(a.next_value::<Location>()?),
-                // Read, not skipped: a `Location` has no self-describing form.
+                // Read, not skipped: a `Location` has no self-describing form. Reached only
+                // if the fields come in another order.
                 SpannedField::Defined => {
                     a.next_value::<Location>()?;
                 }
                 SpannedField::Other => {
                     a.next_value::<IgnoredAny>()?;
                 }
+            }
+            // `defined` follows, a whole `Location` read per node for nothing: the value was
+            // read, so the reader is past the node, and nothing checks that the rest of this
+            // synthetic map is read.
+            if value.is_some() && referenced.is_some() {
+                break;
             }
         }
         let value = value.ok_or_else(|| de::Error::missing_field("value"))?;
@@ -612,14 +630,14 @@ impl<'de, C: Consumer> Visitor<'de> for RootSeed<'_, '_, C> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Option<Raw>, A::Error> {
         let settle = self.settle;
-        while let Some(key) = a.next_key::<Spanned<Raw>>()? {
+        while let Some(key) = a.next_key_seed(spanned())? {
             let take = self.consumer.key(settle.node(key));
             match take {
                 Take::Skip => {
                     a.next_value::<IgnoredAny>()?;
                 }
                 Take::Whole => {
-                    let value = a.next_value::<Spanned<Raw>>()?;
+                    let value = a.next_value_seed(spanned())?;
                     self.consumer.value(settle.node(value));
                 }
                 Take::Entries | Take::Items => {
@@ -680,9 +698,9 @@ impl<'de, C: Consumer> Visitor<'de> for SectionSeed<'_, '_, C> {
         if self.take != Take::Entries {
             return RawVisitor.visit_map(a).map(Some);
         }
-        while let Some(key) = a.next_key::<Spanned<Raw>>()? {
+        while let Some(key) = a.next_key_seed(spanned())? {
             if self.consumer.entry_key(self.settle.node(key)) {
-                let value = a.next_value::<Spanned<Raw>>()?;
+                let value = a.next_value_seed(spanned())?;
                 self.consumer.entry_value(self.settle.node(value));
             } else {
                 a.next_value::<IgnoredAny>()?;
@@ -703,7 +721,7 @@ impl<'de, C: Consumer> DeserializeSeed<'de> for ItemSeed<'_, '_, C> {
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         if self.consumer.want_item() {
-            let item = Spanned::<Raw>::deserialize(d)?;
+            let item = spanned().deserialize(d)?;
             self.consumer.item(self.settle.node(item));
         } else {
             IgnoredAny::deserialize(d)?;
