@@ -452,27 +452,26 @@ impl Validator<'_> {
         what: &str,
     ) -> Fields<'n> {
         let mut found: Vec<(&'static str, &'n Node, &'n Node)> = Vec::with_capacity(entries.len());
-        let mut keys: Vec<(&'static str, Span)> = Vec::with_capacity(entries.len());
         let mut suggested = Vec::new();
         for (k, v) in entries {
-            if let Some(canonical) = self.field(k, known, what, &keys, &mut suggested) {
-                keys.push((canonical, k.span));
+            let first = |c: &str| found.iter().find(|e| e.0 == c).map(|e| e.1.span);
+            if let Some(canonical) = self.field(k, known, what, &first, &mut suggested) {
                 found.push((canonical, k, v));
             }
         }
         Fields { found, suggested }
     }
 
-    /// One key of a mapping checked against `known` (see [`Validator::fields`]), given the
-    /// fields found before it: its canonical field, or `None` when it was reported (not a
-    /// string, unknown, or a duplicate). A field that an unknown key was taken for a typo of is
-    /// added to `suggested`.
+    /// One key of a mapping checked against `known` (see [`Validator::fields`]), given where
+    /// each field found before it was (`first`): its canonical field, or `None` when it was
+    /// reported (not a string, unknown, or a duplicate). A field that an unknown key was taken
+    /// for a typo of is added to `suggested`.
     fn field(
         &mut self,
         k: &Node,
         known: &[(&str, &'static str)],
         what: &str,
-        found: &[(&'static str, Span)],
+        first: &dyn Fn(&str) -> Option<Span>,
         suggested: &mut Vec<&'static str>,
     ) -> Option<&'static str> {
         let Some(key) = k.as_str() else {
@@ -506,13 +505,13 @@ impl Validator<'_> {
             self.push(d);
             return None;
         };
-        if let Some((_, first)) = found.iter().find(|(f, _)| *f == canonical) {
+        if let Some(first) = first(canonical) {
             let d = Diagnostic::new(
                 &codes::DUPLICATE,
                 format!("field `{canonical}` is given twice in {what}"),
             )
             .at(k.span, "second definition")
-            .related(*first, "first defined here");
+            .related(first, "first defined here");
             self.push(d);
             return None;
         }

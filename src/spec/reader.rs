@@ -312,13 +312,11 @@ impl<'t> Reader<'t> {
 
 impl Consumer for Reader<'_> {
     fn key(&mut self, key: Node) -> Take {
-        let canonical = self.v.field(
-            &key,
-            ROOT_FIELDS,
-            "the spec",
-            &self.found,
-            &mut self.suggested,
-        );
+        let found = &self.found;
+        let first = |c: &str| found.iter().find(|e| e.0 == c).map(|e| e.1);
+        let canonical = self
+            .v
+            .field(&key, ROOT_FIELDS, "the spec", &first, &mut self.suggested);
         self.top.append(&mut self.v.diags);
         self.current = None;
         let Some(section) = canonical.and_then(Section::of) else {
