@@ -297,7 +297,7 @@ pub fn reconcile(c: &Component, k: Contribution) -> Label {
 
 /// Evaluates every output of component `cid` from the current input labels, joining into
 /// `scratch` (indexed by interface, reset before returning). Returns `(output, label, cause)`.
-fn eval_component(
+pub(crate) fn eval_component(
     df: &mut Dataflow,
     cid: CompId,
     iface: &[Option<Label>],
@@ -513,6 +513,34 @@ pub fn chain(df: &Dataflow, labels: &Labels, start: IfaceId) -> Vec<StreamId> {
     out
 }
 
+/// What point of order, if any, a path's contribution makes.
+fn point_kind(k: &Contribution) -> Option<PointKind> {
+    if k.taint {
+        Some(PointKind::Taint)
+    } else if k.ndread {
+        Some(PointKind::NdRead)
+    } else {
+        None
+    }
+}
+
+/// The points of order of one component under `iface`: (path index, kind), in path order.
+pub fn component_points(
+    df: &Dataflow,
+    cid: CompId,
+    iface: &[Option<Label>],
+) -> Vec<(usize, PointKind)> {
+    let c = &df.components[cid.index()];
+    c.paths
+        .iter()
+        .enumerate()
+        .filter_map(|(pi, p)| {
+            let l = iface[p.input.index()]?;
+            point_kind(&contribute(df, c, p, l, iface)).map(|k| (pi, k))
+        })
+        .collect()
+}
+
 fn points_and_barriers(df: &Dataflow, labels: &Labels) -> (Vec<PointOfOrder>, Vec<SealBarrier>) {
     let mut points = Vec::new();
     let mut barrier_keys: BTreeSet<(CompId, IfaceId, KeySet)> = BTreeSet::new();
@@ -523,14 +551,7 @@ fn points_and_barriers(df: &Dataflow, labels: &Labels) -> (Vec<PointOfOrder>, Ve
                 continue;
             };
             let k = contribute(df, c, p, l, &labels.iface);
-            let kind = if k.taint {
-                Some(PointKind::Taint)
-            } else if k.ndread {
-                Some(PointKind::NdRead)
-            } else {
-                None
-            };
-            if let Some(kind) = kind {
+            if let Some(kind) = point_kind(&k) {
                 let cause_input = match kind {
                     PointKind::Taint => p.input,
                     PointKind::NdRead => {
