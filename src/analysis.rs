@@ -120,6 +120,18 @@ impl Analysis {
 
 /// Runs the whole analysis.
 pub fn analyze(df: &mut Dataflow, fail_on: FailOn) -> Analysis {
+    let mut a = verdicts(df, fail_on);
+    let mut diagnostics = Vec::new();
+    findings(df, &a.labels, &a.points, &a.sinks, &mut diagnostics);
+    warnings(df, &a.labels, &mut diagnostics);
+    diagnostic::sort(&mut diagnostics);
+    a.diagnostics = diagnostics;
+    a
+}
+
+/// The analysis without its diagnostics (which hold a message and a chain of notes per point
+/// of order): for callers that only read labels, points, barriers and verdicts.
+pub fn verdicts(df: &mut Dataflow, fail_on: FailOn) -> Analysis {
     let labels = propagate(df);
     let (points, barriers) = points_and_barriers(df, &labels);
     let sinks: Vec<SinkVerdict> = df
@@ -136,16 +148,12 @@ pub fn analyze(df: &mut Dataflow, fail_on: FailOn) -> Analysis {
             }
         })
         .collect();
-    let mut diagnostics = Vec::new();
-    findings(df, &labels, &points, &sinks, &mut diagnostics);
-    warnings(df, &labels, &mut diagnostics);
-    diagnostic::sort(&mut diagnostics);
     Analysis {
         labels,
         points,
         barriers,
         sinks,
-        diagnostics,
+        diagnostics: Vec::new(),
     }
 }
 

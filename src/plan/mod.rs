@@ -449,11 +449,11 @@ impl Evaluator {
         self.score(choices).0 == 0
     }
 
-    /// The full analysis (points, barriers, sink verdicts) with `choices` applied.
+    /// The analysis (points, barriers, sink verdicts; no diagnostics) with `choices` applied.
     pub fn analyze(&mut self, choices: &[Choice]) -> analysis::Analysis {
         self.set(choices);
         self.evaluations += 1;
-        analysis::analyze(&mut self.df, self.fail_on)
+        analysis::verdicts(&mut self.df, self.fail_on)
     }
 
     /// [`upper_bound`] in this evaluator's key table.
@@ -551,9 +551,10 @@ pub(crate) fn local_score(
 
 /// Inputs reached from a source through streams and confluent paths, ignoring joins with
 /// other streams (an over-approximation of where its seal can arrive). Streams that declare
-/// their own seal replace the label, so the walk stops there.
-fn reached_inputs(df: &Dataflow, source: SourceId) -> BTreeSet<IfaceId> {
-    let mut seen: BTreeSet<IfaceId> = BTreeSet::new();
+/// their own seal replace the label, so the walk stops there. `seen` is scratch space, all
+/// false on entry and on return.
+fn reached_inputs(df: &Dataflow, source: SourceId, seen: &mut [bool]) -> Vec<IfaceId> {
+    let mut out: Vec<IfaceId> = Vec::new();
     let mut stack: Vec<IfaceId> = Vec::new();
     let follow = |streams: &[crate::graph::StreamId], stack: &mut Vec<IfaceId>| {
         for s in streams {
@@ -568,9 +569,10 @@ fn reached_inputs(df: &Dataflow, source: SourceId) -> BTreeSet<IfaceId> {
     };
     follow(&df.sources[source.index()].streams, &mut stack);
     while let Some(i) = stack.pop() {
-        if !seen.insert(i) {
+        if std::mem::replace(&mut seen[i.index()], true) {
             continue;
         }
+        out.push(i);
         let c = df.component(df.iface(i).component);
         for p in c
             .paths
@@ -580,7 +582,10 @@ fn reached_inputs(df: &Dataflow, source: SourceId) -> BTreeSet<IfaceId> {
             follow(&df.iface(p.output).streams, &mut stack);
         }
     }
-    seen
+    for i in &out {
+        seen[i.index()] = false;
+    }
+    out
 }
 
 /// Every candidate mechanism, cheapest first (ties in a fixed order: seals, keyed, global, by
@@ -614,34 +619,46 @@ fn candidates_with(
         }
     }
     if allowed.seal {
+        // The points of order a seal arriving at each input could fix: an `OW` point at its
+        // own input, an `OR` point at every writing input of its component.
+        let mut at_input: Vec<Vec<usize>> = vec![Vec::new(); df.ifaces.len()];
+        for (pi, p) in base.points.iter().enumerate() {
+            let c = df.component(p.component);
+            let path = &c.paths[p.path];
+            match (p.kind, path.annotation) {
+                (PointKind::Taint, Annotation::OW) => at_input[path.input.index()].push(pi),
+                (PointKind::NdRead, _) => {
+                    for w in c.paths.iter().filter(|w| w.annotation.writes()) {
+                        at_input[w.input.index()].push(pi);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut seen = vec![false; df.ifaces.len()];
         for (si, src) in df.sources.iter().enumerate() {
             if src.seal.is_some() {
                 continue;
             }
             let sid = SourceId(si as u32);
-            let reached = reached_inputs(df, sid);
+            let reached = reached_inputs(df, sid, &mut seen);
+            let mut points: Vec<usize> = reached
+                .iter()
+                .flat_map(|i| at_input[i.index()].iter().copied())
+                .collect();
+            points.sort_unstable();
+            points.dedup();
             let mut seen_keys = BTreeSet::new();
             for &key in &src.sealable {
                 if !seen_keys.insert(key) {
                     continue;
                 }
                 let mut consumers: BTreeSet<String> = BTreeSet::new();
-                for p in &base.points {
+                for &pi in &points {
+                    let p = &base.points[pi];
                     let c = df.component(p.component);
-                    let path = &c.paths[p.path];
-                    let gate = path.gate.unwrap_or(Gate::Star);
-                    if !gate.compatible(key, keys) {
-                        continue;
-                    }
-                    let hit = match (p.kind, path.annotation) {
-                        (PointKind::Taint, Annotation::OW) => reached.contains(&path.input),
-                        (PointKind::NdRead, _) => c
-                            .paths
-                            .iter()
-                            .any(|w| w.annotation.writes() && reached.contains(&w.input)),
-                        _ => false,
-                    };
-                    if hit {
+                    let gate = c.paths[p.path].gate.unwrap_or(Gate::Star);
+                    if gate.compatible(key, keys) {
                         consumers.insert(c.name.clone());
                     }
                 }
