@@ -314,15 +314,16 @@ pub(crate) fn eval_component(
 ) {
     out.clear();
     let c = &df.components[cid.index()];
-    let mut results: Vec<(IfaceId, Label, u32)> = Vec::with_capacity(c.paths.len());
+    // `out` first holds each path's contribution (the joins below need the key table
+    // mutably, so they cannot run while `c` is borrowed), then the joined outputs.
     for (pi, p) in c.paths.iter().enumerate() {
         let Some(l) = iface[p.input.index()] else {
             continue;
         };
         let k = contribute(df, c, p, l, iface);
-        results.push((p.output, reconcile(c, k), pi as u32));
+        out.push((p.output, reconcile(c, k), pi as u32));
     }
-    for (o, l, pi) in results {
+    for &(o, l, pi) in out.iter() {
         let slot = &mut scratch[o.index()];
         *slot = Some(match *slot {
             None => (l, pi),
@@ -333,6 +334,7 @@ pub(crate) fn eval_component(
             }
         });
     }
+    out.clear();
     for &o in &df.components[cid.index()].outputs {
         if let Some((l, pi)) = scratch[o.index()].take() {
             out.push((o, l, pi));
