@@ -98,7 +98,7 @@ Algorithm:
      an exact plan). For each kept mechanism the plan reports the points of order and the
      sinks that fail again without it: that is why it is there. The removal is followed
      through at most 256 components; where it reaches further (a cycle through most of a
-     fleet), the list is marked incomplete ("and possibly more"; `fixes_complete: false`).
+     fleet), the list is marked incomplete ('and possibly more'; `fixes_complete: false`).
   6. Verification: the final analysis runs with the plan applied; its seal barriers are
      listed for the runtime.
 
