@@ -42,9 +42,13 @@ fn bench(c: &mut Criterion) {
         assert!(diags.is_empty());
         let parsed = parsed.unwrap();
         g.bench_function(BenchmarkId::new("build", n), |b| {
-            b.iter(|| blazes::graph::build(black_box(&parsed), "gen"))
+            b.iter_batched(
+                || parsed.clone(),
+                |spec| blazes::graph::build(spec, "gen"),
+                criterion::BatchSize::LargeInput,
+            )
         });
-        let (df, _) = blazes::graph::build(&parsed, "gen");
+        let (df, _) = blazes::graph::build(parsed, "gen");
         g.bench_function(BenchmarkId::new("propagate", n), |b| {
             b.iter_batched_ref(
                 || df.clone(),

@@ -55,7 +55,7 @@ fn main() {
     assert!(diags.is_empty(), "spec has errors");
 
     let t = Instant::now();
-    let (mut df, _) = blazes::graph::build(&spec, "spec");
+    let (mut df, _) = blazes::graph::build(spec, "spec");
     let build_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
@@ -74,7 +74,6 @@ fn main() {
         path: path.clone(),
         text,
         outcome: Outcome::Analysed(Box::new(blazes::check::Analysed {
-            spec,
             dataflow: df,
             analysis: a,
             diagnostics,

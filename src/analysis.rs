@@ -7,6 +7,7 @@
 //!
 //! Must not know: YAML, files, output formats. It returns data and diagnostics.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use petgraph::visit::Bfs;
@@ -689,12 +690,20 @@ fn path_desc(df: &Dataflow, p: &Path) -> String {
 
 /// Adds the chain of streams as related notes.
 fn with_chain(mut d: Diagnostic, df: &Dataflow, labels: &Labels, chain: &[StreamId]) -> Diagnostic {
+    // Exactly: a big spec has millions of these notes, and growing would leave a quarter of
+    // the room unused.
+    d.related.reserve_exact(chain.len());
     for &s in chain {
         let st = &df.streams[s.index()];
-        d = d.related(
-            st.from_span,
-            format!("{} from here", show(labels.stream[s.index()], &df.keys)),
-        );
+        let text: Cow<'static, str> = match labels.stream[s.index()] {
+            None => "Unreached from here".into(),
+            Some(Label::Async) => "Async from here".into(),
+            Some(Label::Run) => "Run from here".into(),
+            Some(Label::Inst) => "Inst from here".into(),
+            Some(Label::Diverge) => "Diverge from here".into(),
+            Some(l @ Label::Seal(_)) => format!("{} from here", l.display(&df.keys)).into(),
+        };
+        d = d.related(st.from_span, text);
     }
     d
 }

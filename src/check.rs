@@ -6,7 +6,7 @@
 use crate::analysis::{self, Analysis, FailOn};
 use crate::diagnostic::{self, Diagnostic, Severity};
 use crate::graph::{self, Dataflow};
-use crate::spec::{self, Limits, Spec};
+use crate::spec::{self, Limits};
 
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -21,9 +21,11 @@ pub enum Outcome {
     Analysed(Box<Analysed>),
 }
 
+/// A spec that was read and analysed. The [`Spec`](spec::Spec) itself is not kept: the dataflow has all
+/// of it that the reports need, and on a big input it is as large (`blazes plan --apply`
+/// reads the text again for its spans).
 #[derive(Debug)]
 pub struct Analysed {
-    pub spec: Spec,
     pub dataflow: Dataflow,
     pub analysis: Analysis,
     /// Analysis diagnostics, sorted by position.
@@ -72,7 +74,19 @@ fn stem(path: &str) -> String {
 
 /// Reads and analyses one spec. `path` is only used for naming.
 pub fn check_bytes(path: &str, bytes: &[u8], options: &Options) -> FileReport {
-    let (spec, mut diags, text) = spec::parse_bytes(bytes, &options.limits);
+    check_owned(path, bytes.to_vec(), options)
+}
+
+/// [`check_bytes`] on bytes the caller gives up: they become the report's text without a copy,
+/// which for a big spec is hundreds of megabytes.
+pub fn check_owned(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
+    // The reader needs a big stack, and the whole check on its thread lets the analysis reuse
+    // the memory of the spec (see `on_reader_stack`).
+    spec::yaml::on_reader_stack(&options.limits, || check_here(path, bytes, options))
+}
+
+fn check_here(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
+    let (spec, mut diags, text) = spec::parse_vec(bytes, &options.limits);
     let Some(spec) = spec else {
         return FileReport {
             path: path.to_string(),
@@ -80,7 +94,8 @@ pub fn check_bytes(path: &str, bytes: &[u8], options: &Options) -> FileReport {
             outcome: Outcome::Invalid(diags),
         };
     };
-    let (mut dataflow, graph_diags) = graph::build(&spec, &stem(path));
+    // The spec is consumed by the build: the analysis reuses its memory.
+    let (mut dataflow, graph_diags) = graph::build(spec, &stem(path));
     diags.extend(graph_diags);
     if diags.iter().any(|d| d.severity == Severity::Error) {
         diagnostic::sort(&mut diags);
@@ -91,14 +106,18 @@ pub fn check_bytes(path: &str, bytes: &[u8], options: &Options) -> FileReport {
         };
     }
     let mut analysis = analysis::analyze(&mut dataflow, options.fail_on);
-    // The analysis' diagnostics move into the report's list (big specs have tens of thousands).
-    diags.append(&mut analysis.diagnostics);
+    // The analysis' diagnostics move into the report's list (big specs have hundreds of
+    // thousands); usually there is nothing before them, and the list itself is taken.
+    if diags.is_empty() {
+        diags = std::mem::take(&mut analysis.diagnostics);
+    } else {
+        diags.append(&mut analysis.diagnostics);
+    }
     diagnostic::sort(&mut diags);
     FileReport {
         path: path.to_string(),
         text,
         outcome: Outcome::Analysed(Box::new(Analysed {
-            spec,
             dataflow,
             analysis,
             diagnostics: diags,

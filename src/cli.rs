@@ -192,7 +192,7 @@ pub fn check_files(specs: &[PathBuf], options: &Options) -> Vec<FileReport> {
     specs
         .iter()
         .map(|p| match read_spec(p, &options.limits) {
-            Ok((shown, bytes)) => check::check_bytes(&shown, &bytes, options),
+            Ok((shown, bytes)) => check::check_owned(&shown, bytes, options),
             Err((shown, reason)) => FileReport {
                 path: shown.clone(),
                 text: String::new(),
@@ -238,21 +238,30 @@ fn run_check(args: &CheckArgs) -> i32 {
     };
     let reports = check_files(&args.specs, &options);
     let text = match args.format {
-        Format::Human => report::human::render(
+        Format::Human => Some(report::human::render(
             &reports,
             report::human::Style {
                 color: use_color(args.color),
                 ..Default::default()
             },
-        ),
-        Format::Json => report::json::render(&reports),
+        )),
+        Format::Json => {
+            // Written as it is serialised: on a big spec the document is hundreds of
+            // megabytes, as much again as the analysis.
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            // A closed pipe (`blazes check ... | head`) is not an error worth a panic.
+            let _ = report::json::write(&reports, &mut out).and_then(|()| out.flush());
+            None
+        }
         Format::Sarif => {
             let cwd = std::env::current_dir().ok();
-            report::sarif::render(&reports, cwd.as_deref())
+            Some(report::sarif::render(&reports, cwd.as_deref()))
         }
-        Format::Github => report::github::render(&reports),
+        Format::Github => Some(report::github::render(&reports)),
     };
-    write_out(&text);
+    if let Some(text) = text {
+        write_out(&text);
+    }
     let code = reports
         .iter()
         .map(FileReport::exit_code)
@@ -654,13 +663,8 @@ fn run_plan(args: &PlanArgs) -> i32 {
             );
             return EXIT_FINDINGS;
         }
-        let edited = crate::plan::apply::apply_verified(
-            &report.text,
-            &analysed.spec,
-            &plan,
-            &limits,
-            options.fail_on,
-        );
+        let edited =
+            crate::plan::apply::apply_verified(&report.text, &plan, &limits, options.fail_on);
         let written = edited.and_then(|t| {
             write_atomically(&o, t.as_bytes())
                 .map_err(|e| format!("cannot write `{}`: {}", o.display(), io_reason(&e)))

@@ -4,6 +4,8 @@
 //! `report`. Spans are byte ranges into the spec text; line and column are derived from them
 //! by [`LineIndex`] only when a report needs them.
 
+use std::borrow::Cow;
+
 use crate::codes::Code;
 
 /// A byte range in the spec text.
@@ -53,7 +55,9 @@ impl Severity {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Note {
     pub span: Span,
-    pub text: String,
+    /// Usually a fixed phrase ("first defined here", "Run from here"), borrowed rather than
+    /// allocated: a big spec has millions of notes.
+    pub text: Cow<'static, str>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,7 +111,7 @@ impl Diagnostic {
         }
     }
 
-    pub fn at(mut self, span: Span, text: impl Into<String>) -> Self {
+    pub fn at(mut self, span: Span, text: impl Into<Cow<'static, str>>) -> Self {
         self.primary = Some(Note {
             span,
             text: text.into(),
@@ -115,7 +119,7 @@ impl Diagnostic {
         self
     }
 
-    pub fn related(mut self, span: Span, text: impl Into<String>) -> Self {
+    pub fn related(mut self, span: Span, text: impl Into<Cow<'static, str>>) -> Self {
         self.related.push(Note {
             span,
             text: text.into(),

@@ -82,13 +82,8 @@ fn plan_and_draw(r: &FileReport, a: &check::Analysed, options: &Options) -> Stri
     report::plan_human::render(&r.path, &plan);
     report::plan_yaml::render(&r.path, &plan);
     if plan.status != crate::plan::Status::Unrepairable
-        && let Ok(edited) = crate::plan::apply::apply_verified(
-            &r.text,
-            &a.spec,
-            &plan,
-            &options.limits,
-            options.fail_on,
-        )
+        && let Ok(edited) =
+            crate::plan::apply::apply_verified(&r.text, &plan, &options.limits, options.fail_on)
     {
         let again = check::check_bytes("applied.yaml", edited.as_bytes(), options);
         assert_ne!(

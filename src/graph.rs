@@ -202,7 +202,10 @@ impl Dataflow {
 
 /// Builds the IR. Returns the dataflow and the resolution diagnostics; the dataflow is
 /// complete only when no diagnostic is an error.
-pub fn build(spec: &Spec, fallback_name: &str) -> (Dataflow, Vec<Diagnostic>) {
+///
+/// The spec is consumed: its names move into the dataflow, and each declaration is freed as
+/// it is converted, so that a big spec and its dataflow are never in memory whole together.
+pub fn build(spec: Spec, fallback_name: &str) -> (Dataflow, Vec<Diagnostic>) {
     Builder::default().build(spec, fallback_name)
 }
 
@@ -246,22 +249,22 @@ impl Builder {
         self.keys.set(attrs)
     }
 
-    fn build<'s>(mut self, spec: &'s Spec, fallback_name: &str) -> (Dataflow, Vec<Diagnostic>) {
-        let mut components = Vec::with_capacity(spec.components.len());
+    fn build(mut self, spec: Spec, fallback_name: &str) -> (Dataflow, Vec<Diagnostic>) {
+        let Spec {
+            name: spec_name,
+            sources: source_decls,
+            components: component_decls,
+            streams: stream_decls,
+            sinks: sink_decls,
+            sources_key: _,
+        } = spec;
+        let mut components = Vec::with_capacity(component_decls.len());
         let mut ifaces: Vec<Iface> = Vec::new();
-        let mut comp_index: HashMap<&str, CompId> = HashMap::with_capacity(spec.components.len());
-        let mut incomplete: Vec<bool> = Vec::new();
-        // Per component: interface name -> id, inputs and outputs separately (the same name may
-        // be both an input and an output, as in the paper's Cache).
-        let mut inputs_by_name: Vec<Ifaces<'s>> = Vec::with_capacity(spec.components.len());
-        let mut outputs_by_name: Vec<Ifaces<'s>> = Vec::with_capacity(spec.components.len());
-        for decl in &spec.components {
+        let mut incomplete: Vec<bool> = Vec::with_capacity(component_decls.len());
+        for decl in freeing(component_decls) {
             let cid = CompId(components.len() as u32);
-            comp_index.insert(&decl.name.text, cid);
-            let mut ins = Ifaces::default();
-            let mut outs = Ifaces::default();
             let mut c = Component {
-                name: decl.name.text.clone(),
+                name: decl.name.text,
                 span: decl.name.span,
                 body: decl.body,
                 replicated: decl.replicated,
@@ -270,28 +273,27 @@ impl Builder {
                 inputs: Vec::new(),
                 outputs: Vec::new(),
             };
-            for p in &decl.paths {
-                let mut iface =
-                    |name: &'s spec::Name, dir: Direction, map: &mut Ifaces<'s>| -> IfaceId {
-                        map.get_or_insert(&name.text, || {
-                            let id = IfaceId(ifaces.len() as u32);
-                            ifaces.push(Iface {
-                                component: cid,
-                                name: name.text.clone(),
-                                direction: dir,
-                                span: name.span,
-                                streams: Vec::new(),
-                                implicit_sink: None,
-                            });
-                            match dir {
-                                Direction::Input => c.inputs.push(id),
-                                Direction::Output => c.outputs.push(id),
-                            }
-                            id
-                        })
-                    };
-                let input = iface(&p.from, Direction::Input, &mut ins);
-                let output = iface(&p.to, Direction::Output, &mut outs);
+            // Interfaces by name, inputs and outputs separately (the same name may be both an
+            // input and an output, as in the paper's Cache); maps only for many interfaces.
+            let mut ins = None;
+            let mut outs = None;
+            for p in decl.paths {
+                let input = add_iface(
+                    &mut ifaces,
+                    &mut c.inputs,
+                    &mut ins,
+                    cid,
+                    p.from,
+                    Direction::Input,
+                );
+                let output = add_iface(
+                    &mut ifaces,
+                    &mut c.outputs,
+                    &mut outs,
+                    cid,
+                    p.to,
+                    Direction::Output,
+                );
                 let gate = p.gate.as_ref().map(|g| match g {
                     GateDecl::Star(_) => Gate::Star,
                     GateDecl::Keys(k) => Gate::Keys(self.key_set(k)),
@@ -311,18 +313,14 @@ impl Builder {
             });
             components.push(c);
             incomplete.push(decl.incomplete);
-            inputs_by_name.push(ins);
-            outputs_by_name.push(outs);
         }
 
-        let mut sources = Vec::with_capacity(spec.sources.len());
-        let mut source_index: HashMap<&str, SourceId> = HashMap::new();
-        for s in &spec.sources {
-            source_index.insert(&s.name.text, SourceId(sources.len() as u32));
+        let mut sources = Vec::with_capacity(source_decls.len());
+        for s in source_decls {
             let seal = s.seal.as_ref().map(|k| self.key_set(k));
             let sealable = s.sealable.iter().map(|k| self.key_set(k)).collect();
             sources.push(Source {
-                name: s.name.text.clone(),
+                name: s.name.text,
                 span: s.name.span,
                 body: s.body,
                 seal,
@@ -330,12 +328,10 @@ impl Builder {
                 streams: Vec::new(),
             });
         }
-        let mut sinks = Vec::with_capacity(spec.sinks.len());
-        let mut sink_index: HashMap<&str, SinkId> = HashMap::new();
-        for s in &spec.sinks {
-            sink_index.insert(&s.name.text, SinkId(sinks.len() as u32));
+        let mut sinks = Vec::with_capacity(sink_decls.len());
+        for s in sink_decls {
             sinks.push(Sink {
-                name: s.name.text.clone(),
+                name: s.name.text,
                 span: s.name.span,
                 tolerate: s.tolerate.map_or(Tolerance::Async, |(t, _)| t),
                 implicit: None,
@@ -343,42 +339,41 @@ impl Builder {
             });
         }
 
-        let names = Names {
-            comp_index: &comp_index,
-            incomplete: &incomplete,
-            inputs: &inputs_by_name,
-            outputs: &outputs_by_name,
-            sources: &source_index,
-            sinks: &sink_index,
-        };
-        let mut streams = Vec::with_capacity(spec.streams.len());
-        for decl in &spec.streams {
-            let from = self.resolve_from(&names, &decl.from);
-            let to = self.resolve_to(&names, &decl.to);
-            let (Some(from), Some(to)) = (from, to) else {
-                continue;
-            };
-            let sid = StreamId(streams.len() as u32);
-            match from {
-                Producer::Source(s) => sources[s.index()].streams.push(sid),
-                Producer::Output(i) => ifaces[i.index()].streams.push(sid),
+        // The names are looked up in the dataflow itself, which stays unchanged while the
+        // streams are resolved (each one's place in the stream lists is filled in after).
+        let mut streams = Vec::with_capacity(stream_decls.len());
+        {
+            let names = Names::new(&components, &incomplete, &ifaces, &sources, &sinks);
+            for decl in freeing(stream_decls) {
+                let from = self.resolve_from(&names, &decl.from);
+                let to = self.resolve_to(&names, &decl.to);
+                let (Some(from), Some(to)) = (from, to) else {
+                    continue;
+                };
+                let seal = decl.seal.as_ref().map(|k| self.key_set(k));
+                streams.push(Stream {
+                    from,
+                    to,
+                    from_text: decl.from.text,
+                    to_text: decl.to.text,
+                    seal,
+                    seal_span: decl.seal.as_ref().map(|k| k.span),
+                    from_span: decl.from.span,
+                    to_span: decl.to.span,
+                    span: decl.span,
+                });
             }
-            match to {
-                Consumer::Input(i) => ifaces[i.index()].streams.push(sid),
-                Consumer::Sink(s) => sinks[s.index()].streams.push(sid),
+        }
+        for (i, s) in streams.iter().enumerate() {
+            let sid = StreamId(i as u32);
+            match s.from {
+                Producer::Source(k) => sources[k.index()].streams.push(sid),
+                Producer::Output(f) => ifaces[f.index()].streams.push(sid),
             }
-            let seal = decl.seal.as_ref().map(|k| self.key_set(k));
-            streams.push(Stream {
-                from,
-                to,
-                from_text: decl.from.text.clone(),
-                to_text: decl.to.text.clone(),
-                seal,
-                seal_span: decl.seal.as_ref().map(|k| k.span),
-                from_span: decl.from.span,
-                to_span: decl.to.span,
-                span: decl.span,
-            });
+            match s.to {
+                Consumer::Input(f) => ifaces[f.index()].streams.push(sid),
+                Consumer::Sink(k) => sinks[k.index()].streams.push(sid),
+            }
         }
 
         // Outputs that no stream leaves are sinks of their own.
@@ -431,10 +426,7 @@ impl Builder {
             }
         }
 
-        let name = spec
-            .name
-            .as_ref()
-            .map_or_else(|| fallback_name.to_string(), |n| n.text.clone());
+        let name = spec_name.map_or_else(|| fallback_name.to_string(), |n| n.text);
         let dataflow = Dataflow {
             name,
             keys: self.keys,
@@ -468,25 +460,26 @@ impl Builder {
     /// Resolves one end of a stream, or reports why it cannot be: the two ends are mirror
     /// images (outputs and sources upstream, inputs and sinks downstream), told apart by `end`.
     fn resolve(&mut self, n: &Names, e: &spec::Endpoint, end: &End) -> Option<Resolved> {
-        let (own_ifaces, other_ifaces) = match end.field {
-            "from" => (n.outputs, n.inputs),
-            _ => (n.inputs, n.outputs),
+        let (own_dir, other_dir) = match end.field {
+            "from" => (Direction::Output, Direction::Input),
+            _ => (Direction::Input, Direction::Output),
         };
-        let name = e.name.as_str();
+        let name = e.name();
         let (own_decl, other_decl) = match end.field {
             "from" => (n.sources.get(name).map(|s| s.0), n.sinks.contains_key(name)),
             _ => (n.sinks.get(name).map(|s| s.0), n.sources.contains_key(name)),
         };
-        match &e.component {
+        match e.component() {
             Some(c) => {
                 let cid = self.component(n, c, e)?;
-                if let Some(&i) = own_ifaces[cid.index()].get(e.name.as_str()) {
+                let own_ifaces = n.ifaces_of(cid, own_dir);
+                if let Some(i) = own_ifaces.get(name) {
                     return Some(Resolved::Iface(i));
                 }
                 if n.incomplete[cid.index()] {
                     return None;
                 }
-                if other_ifaces[cid.index()].contains_key(e.name.as_str()) {
+                if n.ifaces_of(cid, other_dir).get(name).is_some() {
                     self.push(
                         Diagnostic::new(
                             &codes::WRONG_DIRECTION,
@@ -504,11 +497,11 @@ impl Builder {
                             end.field,
                             end.own_iface,
                             end.own_iface,
-                            list(&own_ifaces[cid.index()])
+                            list(&own_ifaces)
                         )),
                     );
                 } else {
-                    self.unknown_iface(e, c, end.own_iface, &own_ifaces[cid.index()]);
+                    self.unknown_iface(e, c, end.own_iface, &own_ifaces);
                 }
                 None
             }
@@ -529,7 +522,7 @@ impl Builder {
                         format!("a {}, not a {}", end.other_decl, end.own_decl),
                     )
                     .help(end.direction_help)
-                } else if n.comp_index.contains_key(e.name.as_str()) {
+                } else if n.comp_index.contains_key(name) {
                     Diagnostic::new(
                         &codes::DANGLING_ENDPOINT,
                         format!(
@@ -552,11 +545,11 @@ impl Builder {
                         "from" => n.sources.keys().copied().collect(),
                         _ => n.sinks.keys().copied().collect(),
                     };
-                    match self.suggest(&e.name, known.into_iter()) {
+                    match self.suggest(name, known.into_iter()) {
                         Some(s) => d.help(format!("did you mean `{s}`?")),
                         None => d.help(format!(
                             "declare it under `{}s:` (`{}: {{}}`), or write `Component.{}`",
-                            end.own_decl, e.name, end.own_iface
+                            end.own_decl, name, end.own_iface
                         )),
                     }
                 };
@@ -579,19 +572,19 @@ impl Builder {
         )
         .at(e.span, "unknown component");
         if let Some(s) = self.suggest(c, n.comp_index.keys().copied()) {
-            d = d.help(format!("did you mean `{s}.{}`?", e.name));
+            d = d.help(format!("did you mean `{s}.{}`?", e.name()));
         }
         self.push(d);
         None
     }
 
-    fn unknown_iface(&mut self, e: &spec::Endpoint, c: &str, dir: &str, known: &Ifaces<'_>) {
+    fn unknown_iface(&mut self, e: &spec::Endpoint, c: &str, dir: &str, known: &IfaceView<'_>) {
         let mut d = Diagnostic::new(
             &codes::DANGLING_ENDPOINT,
-            format!("component {c} has no {dir} `{}`", e.name),
+            format!("component {c} has no {dir} `{}`", e.name()),
         )
         .at(e.span, format!("unknown {dir}"));
-        d = match self.suggest(&e.name, known.keys().copied()) {
+        d = match self.suggest(e.name(), known.keys()) {
             Some(s) => d.help(format!("did you mean `{c}.{s}`?")),
             None => d.help(format!("the {dir}s of {c} are: {}", list(known))),
         };
@@ -645,63 +638,169 @@ const TO: End = End {
 };
 
 struct Names<'a> {
-    comp_index: &'a HashMap<&'a str, CompId>,
+    comp_index: HashMap<&'a str, CompId>,
     incomplete: &'a [bool],
-    inputs: &'a [Ifaces<'a>],
-    outputs: &'a [Ifaces<'a>],
-    sources: &'a HashMap<&'a str, SourceId>,
-    sinks: &'a HashMap<&'a str, SinkId>,
+    components: &'a [Component],
+    ifaces: &'a [Iface],
+    /// Interfaces by name of the components that have more than [`IFACES_INDEXED`] of one
+    /// direction; the others are searched in their short lists.
+    indexed: HashMap<(CompId, bool), HashMap<&'a str, IfaceId>>,
+    sources: HashMap<&'a str, SourceId>,
+    sinks: HashMap<&'a str, SinkId>,
 }
 
-/// A component's interfaces of one direction, by name. A short vector, not a map: components
-/// have a handful of interfaces, and a map per component costs more than it saves. Past
-/// [`IFACES_INDEXED`] names a map is built as well: a hostile spec can give one component a
-/// hundred thousand interfaces, and linear lookups would make building it quadratic.
-#[derive(Default)]
-struct Ifaces<'s> {
-    list: Vec<(&'s str, IfaceId)>,
-    index: Option<HashMap<&'s str, IfaceId>>,
+impl<'a> Names<'a> {
+    fn new(
+        components: &'a [Component],
+        incomplete: &'a [bool],
+        ifaces: &'a [Iface],
+        sources: &'a [Source],
+        sinks: &'a [Sink],
+    ) -> Self {
+        let mut comp_index = HashMap::with_capacity(components.len());
+        let mut indexed = HashMap::new();
+        for (i, c) in components.iter().enumerate() {
+            let cid = CompId(i as u32);
+            comp_index.insert(c.name.as_str(), cid);
+            for (list, input) in [(&c.inputs, true), (&c.outputs, false)] {
+                if list.len() > IFACES_INDEXED {
+                    let map = list
+                        .iter()
+                        .map(|&f| (ifaces[f.index()].name.as_str(), f))
+                        .collect();
+                    indexed.insert((cid, input), map);
+                }
+            }
+        }
+        Names {
+            comp_index,
+            incomplete,
+            components,
+            ifaces,
+            indexed,
+            sources: sources
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.name.as_str(), SourceId(i as u32)))
+                .collect(),
+            sinks: sinks
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.name.as_str(), SinkId(i as u32)))
+                .collect(),
+        }
+    }
+
+    fn ifaces_of(&self, cid: CompId, dir: Direction) -> IfaceView<'_> {
+        let c = &self.components[cid.index()];
+        let input = dir == Direction::Input;
+        IfaceView {
+            ids: if input { &c.inputs } else { &c.outputs },
+            ifaces: self.ifaces,
+            index: self.indexed.get(&(cid, input)),
+        }
+    }
+}
+
+/// A component's interfaces of one direction, by name: its short list, searched, or past
+/// [`IFACES_INDEXED`] names a map. Components have a handful of interfaces, and a map for each
+/// costs more than it saves; but a hostile spec can give one component a hundred thousand,
+/// and linear lookups would make building it quadratic.
+struct IfaceView<'a> {
+    ids: &'a [IfaceId],
+    ifaces: &'a [Iface],
+    index: Option<&'a HashMap<&'a str, IfaceId>>,
 }
 
 const IFACES_INDEXED: usize = 32;
 
-impl<'s> Ifaces<'s> {
-    fn get(&self, name: &str) -> Option<&IfaceId> {
-        match &self.index {
-            Some(m) => m.get(name),
-            None => self.list.iter().find(|(n, _)| *n == name).map(|(_, i)| i),
+impl<'a> IfaceView<'a> {
+    fn get(&self, name: &str) -> Option<IfaceId> {
+        match self.index {
+            Some(m) => m.get(name).copied(),
+            None => self
+                .ids
+                .iter()
+                .copied()
+                .find(|f| self.ifaces[f.index()].name == name),
         }
-    }
-    fn contains_key(&self, name: &str) -> bool {
-        self.get(name).is_some()
     }
     fn len(&self) -> usize {
-        self.list.len()
+        self.ids.len()
     }
-    fn keys(&self) -> impl ExactSizeIterator<Item = &&'s str> {
-        self.list.iter().map(|(n, _)| n)
-    }
-    fn get_or_insert(&mut self, name: &'s str, make: impl FnOnce() -> IfaceId) -> IfaceId {
-        if let Some(&i) = self.get(name) {
-            return i;
-        }
-        let i = make();
-        self.list.push((name, i));
-        match &mut self.index {
-            Some(m) => {
-                m.insert(name, i);
-            }
-            None if self.list.len() > IFACES_INDEXED => {
-                self.index = Some(self.list.iter().copied().collect());
-            }
-            None => {}
-        }
-        i
+    fn keys(&self) -> impl ExactSizeIterator<Item = &'a str> + use<'a> {
+        let ifaces = self.ifaces;
+        self.ids
+            .iter()
+            .map(move |f| ifaces[f.index()].name.as_str())
     }
 }
 
+/// The interface `name` of direction `dir` of the component being built: the one already in
+/// `list` (found through `index` once it has more than [`IFACES_INDEXED`] names), or a new
+/// one, which takes the name (and the span of this first mention).
+fn add_iface(
+    ifaces: &mut Vec<Iface>,
+    list: &mut Vec<IfaceId>,
+    index: &mut Option<HashMap<String, IfaceId>>,
+    cid: CompId,
+    name: spec::Name,
+    dir: Direction,
+) -> IfaceId {
+    let found = match index {
+        Some(m) => m.get(&name.text).copied(),
+        None => list
+            .iter()
+            .copied()
+            .find(|f| ifaces[f.index()].name == name.text),
+    };
+    if let Some(f) = found {
+        return f;
+    }
+    let id = IfaceId(ifaces.len() as u32);
+    match index {
+        Some(m) => {
+            m.insert(name.text.clone(), id);
+        }
+        None if list.len() + 1 > IFACES_INDEXED => {
+            let mut m: HashMap<String, IfaceId> = list
+                .iter()
+                .map(|&f| (ifaces[f.index()].name.clone(), f))
+                .collect();
+            m.insert(name.text.clone(), id);
+            *index = Some(m);
+        }
+        None => {}
+    }
+    ifaces.push(Iface {
+        component: cid,
+        name: name.text,
+        direction: dir,
+        span: name.span,
+        streams: Vec::new(),
+        implicit_sink: None,
+    });
+    list.push(id);
+    id
+}
+
+/// The items of `items` in order, giving the list's memory back as they are taken: a spec's
+/// list of streams is hundreds of megabytes at a million components, and the dataflow built
+/// from it would otherwise be allocated beside all of it.
+fn freeing<T>(mut items: Vec<T>) -> impl Iterator<Item = T> {
+    items.reverse();
+    std::iter::from_fn(move || {
+        let item = items.pop();
+        // Halving keeps the copies linear in all; small lists are not worth it.
+        if items.capacity() > 1 << 12 && items.len() < items.capacity() / 2 {
+            items.shrink_to_fit();
+        }
+        item
+    })
+}
+
 /// Sorted, backquoted list of interface names (`none` when empty).
-fn list(names: &Ifaces<'_>) -> String {
+fn list(names: &IfaceView<'_>) -> String {
     // A help line, not a dump: a component with thousands of interfaces would make every
     // error about it thousands of names long.
     if names.len() > 12 {
@@ -710,7 +809,7 @@ fn list(names: &Ifaces<'_>) -> String {
             names.len()
         );
     }
-    let sorted: BTreeSet<&str> = names.keys().copied().collect();
+    let sorted: BTreeSet<&str> = names.keys().collect();
     if sorted.is_empty() {
         return "none".into();
     }

@@ -398,7 +398,7 @@ streams: []
         let seal = s.seal.as_ref().expect("sealed");
         assert_eq!(seal.names.len(), 1, "{}", s.name.text);
     }
-    let (df, _) = blazes::graph::build(&spec, "t");
+    let (df, _) = blazes::graph::build(spec, "t");
     let y = df.component_by_name("Q").unwrap();
     match df.component(y).order {
         Some(blazes::graph::Order::Keys(k)) => assert_eq!(df.keys.names(k), ["k", "true"]),
@@ -762,7 +762,6 @@ proptest! {
         if p.status != Status::Unrepairable {
             let out = plan::apply::apply_verified(
                 &text,
-                &a.spec,
                 &p,
                 &Default::default(),
                 Default::default(),

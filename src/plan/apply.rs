@@ -285,15 +285,25 @@ pub fn apply(text: &str, spec: &Spec, edits: &[Edit]) -> Result<String, String> 
 
 /// Applies the plan and proves the result: the edited text must read back without errors,
 /// carry exactly the planned orders and seals, and pass the analysis with `fail_on`.
+///
+/// `text` is the spec the plan was made for. Where the edits go is read from it again: a
+/// checked report keeps the dataflow, not the spec, which on a big input is as large.
 pub fn apply_verified(
     text: &str,
-    spec: &Spec,
     plan: &Plan,
     limits: &Limits,
     fail_on: FailOn,
 ) -> Result<String, String> {
+    let (spec, diags) = spec::parse(text, limits);
+    let Some(spec) = spec.filter(|_| {
+        diags
+            .iter()
+            .all(|d| d.severity != crate::diagnostic::Severity::Error)
+    }) else {
+        return Err("the spec to edit does not read without errors".to_string());
+    };
     let edits = edits(plan);
-    let out = apply(text, spec, &edits)?;
+    let out = apply(text, &spec, &edits)?;
     let (parsed, diags) = spec::parse(&out, limits);
     let error = diags
         .iter()
@@ -304,7 +314,7 @@ pub fn apply_verified(
             error.map_or("invalid YAML".to_string(), |d| d.message.clone())
         ));
     };
-    let (mut df, gdiags) = graph::build(&parsed, &plan.name);
+    let (mut df, gdiags) = graph::build(parsed, &plan.name);
     if let Some(d) = gdiags
         .iter()
         .find(|d| d.severity == crate::diagnostic::Severity::Error)

@@ -140,12 +140,12 @@ impl miette::Diagnostic for Rendered<'_> {
         let text = self.source.text;
         let primary = self.d.primary.as_ref()?;
         let mut labels = vec![LabeledSpan::new_primary_with_span(
-            Some(primary.text.clone()),
+            Some(primary.text.to_string()),
             clamp(text, primary.span.offset, primary.span.len),
         )];
         for n in &self.d.related {
             labels.push(LabeledSpan::new_with_span(
-                Some(n.text.clone()),
+                Some(n.text.to_string()),
                 clamp(text, n.span.offset, n.span.len),
             ));
         }

@@ -4,9 +4,16 @@
 //! within a version. Keys are written in alphabetical order, so the document reads the same
 //! whichever serde_json features are enabled. The document is serialised straight from
 //! borrowed structs, never built as a `serde_json::Value`: on a 100k-component spec the value
-//! tree would cost more memory than the analysis itself.
+//! tree would cost more memory than the analysis itself. For the same reason its long lists
+//! are written from iterators as they are serialised ([`Seq`]), and [`write`] writes to any
+//! `io::Write`: the CLI passes standard output, so the document is never held whole either.
+
+use std::cell::Cell;
+use std::io::{self, Write};
+use std::rc::Rc;
 
 use serde::Serialize;
+use serde::ser::{Error as _, Serializer};
 
 use crate::check::{FileReport, Outcome};
 use crate::diagnostic::{Diagnostic, LineIndex};
@@ -23,15 +30,39 @@ struct Document<'a> {
 
 #[derive(Serialize)]
 struct File<'a> {
-    diagnostics: Vec<Diag<'a>>,
+    diagnostics: Seq<'a, Diag<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<&'a str>,
     path: &'a str,
-    points_of_order: Vec<Point<'a>>,
-    seal_barriers: Vec<Barrier<'a>>,
-    sinks: Vec<Sink<'a>>,
+    points_of_order: Seq<'a, Point<'a>>,
+    seal_barriers: Seq<'a, Barrier<'a>>,
+    sinks: Seq<'a, Sink<'a>>,
     status: &'static str,
-    streams: Vec<Stream<'a>>,
+    streams: Seq<'a, Stream<'a>>,
+}
+
+/// A list serialised from an iterator, item by item, instead of collected first: a big spec
+/// has millions of streams. It can be serialised once.
+struct Seq<'a, T>(Cell<Option<Box<dyn Iterator<Item = T> + 'a>>>);
+
+impl<'a, T: 'a> Seq<'a, T> {
+    fn new(items: impl Iterator<Item = T> + 'a) -> Self {
+        Seq(Cell::new(Some(Box::new(items))))
+    }
+
+    fn empty() -> Self {
+        Seq::new(std::iter::empty())
+    }
+}
+
+impl<T: Serialize> Serialize for Seq<'_, T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let items = self
+            .0
+            .take()
+            .ok_or_else(|| S::Error::custom("a list of the report serialised twice"))?;
+        s.collect_seq(items)
+    }
 }
 
 #[derive(Serialize)]
@@ -87,121 +118,117 @@ struct Barrier<'a> {
     producers: &'a [String],
 }
 
-fn diagnostics<'a>(diags: &'a [Diagnostic], text: &str, index: &LineIndex) -> Vec<Diag<'a>> {
-    diags
-        .iter()
-        .map(|d| {
-            let (line, column) = d
-                .primary
-                .as_ref()
-                .map_or((1, 1), |p| index.line_col(text, p.span.offset));
-            Diag {
-                code: d.code.id,
-                column,
-                help: d.help.as_deref(),
-                line,
-                message: &d.message,
-                name: d.code.name,
-                severity: d.severity.as_str(),
-            }
-        })
-        .collect()
+fn diagnostics<'a>(
+    diags: &'a [Diagnostic],
+    text: &'a str,
+    index: Rc<LineIndex>,
+) -> Seq<'a, Diag<'a>> {
+    Seq::new(diags.iter().map(move |d| {
+        let (line, column) = d
+            .primary
+            .as_ref()
+            .map_or((1, 1), |p| index.line_col(text, p.span.offset));
+        Diag {
+            code: d.code.id,
+            column,
+            help: d.help.as_deref(),
+            line,
+            message: &d.message,
+            name: d.code.name,
+            severity: d.severity.as_str(),
+        }
+    }))
 }
 
 fn file(r: &FileReport) -> File<'_> {
-    let index = LineIndex::new(&r.text);
+    let index = Rc::new(LineIndex::new(&r.text));
+    let text = r.text.as_str();
     match &r.outcome {
         Outcome::Invalid(diags) => File {
-            diagnostics: diagnostics(diags, &r.text, &index),
+            diagnostics: diagnostics(diags, text, index),
             name: None,
             path: &r.path,
-            points_of_order: Vec::new(),
-            seal_barriers: Vec::new(),
-            sinks: Vec::new(),
+            points_of_order: Seq::empty(),
+            seal_barriers: Seq::empty(),
+            sinks: Seq::empty(),
             status: "invalid",
-            streams: Vec::new(),
+            streams: Seq::empty(),
         },
         Outcome::Analysed(a) => {
             let df = &a.dataflow;
             let an = &a.analysis;
-            let parts = |l: Option<Label>| label_parts(l, &df.keys);
+            let parts = move |l: Option<Label>| label_parts(l, &df.keys);
             File {
-                diagnostics: diagnostics(&a.diagnostics, &r.text, &index),
+                diagnostics: diagnostics(&a.diagnostics, text, index.clone()),
                 name: Some(&df.name),
                 path: &r.path,
-                points_of_order: an
-                    .points
-                    .iter()
-                    .map(|p| {
-                        let c = df.component(p.component);
-                        let path = &c.paths[p.path];
-                        let (line, column) = index.line_col(&r.text, path.label_span.offset);
-                        Point {
-                            annotation: path.annotation.as_str(),
-                            column,
-                            component: &c.name,
-                            from: &df.iface(path.input).name,
-                            gate: path.gate.map_or_else(Vec::new, |g| g.names(&df.keys)),
-                            input_label: p.input_label.kind(),
-                            kind: p.kind.as_str(),
-                            line,
-                            to: &df.iface(path.output).name,
-                        }
-                    })
-                    .collect(),
-                seal_barriers: an
-                    .barriers
-                    .iter()
-                    .map(|b| Barrier {
-                        component: &df.component(b.component).name,
-                        input: &df.iface(b.input).name,
-                        key: df.keys.names(b.key),
-                        producers: &b.producers,
-                    })
-                    .collect(),
-                sinks: an
-                    .sinks
-                    .iter()
-                    .map(|v| {
-                        let s = &df.sinks[v.sink.index()];
-                        let (label, key) = parts(v.label);
-                        Sink {
-                            failing: v.failing,
-                            implicit: s.implicit.is_some(),
-                            key,
-                            label,
-                            name: &s.name,
-                            tolerate: s.tolerate.as_str(),
-                        }
-                    })
-                    .collect(),
+                points_of_order: Seq::new(an.points.iter().map(move |p| {
+                    let c = df.component(p.component);
+                    let path = &c.paths[p.path];
+                    let (line, column) = index.line_col(text, path.label_span.offset);
+                    Point {
+                        annotation: path.annotation.as_str(),
+                        column,
+                        component: &c.name,
+                        from: &df.iface(path.input).name,
+                        gate: path.gate.map_or_else(Vec::new, |g| g.names(&df.keys)),
+                        input_label: p.input_label.kind(),
+                        kind: p.kind.as_str(),
+                        line,
+                        to: &df.iface(path.output).name,
+                    }
+                })),
+                seal_barriers: Seq::new(an.barriers.iter().map(move |b| Barrier {
+                    component: &df.component(b.component).name,
+                    input: &df.iface(b.input).name,
+                    key: df.keys.names(b.key),
+                    producers: &b.producers,
+                })),
+                sinks: Seq::new(an.sinks.iter().map(move |v| {
+                    let s = &df.sinks[v.sink.index()];
+                    let (label, key) = parts(v.label);
+                    Sink {
+                        failing: v.failing,
+                        implicit: s.implicit.is_some(),
+                        key,
+                        label,
+                        name: &s.name,
+                        tolerate: s.tolerate.as_str(),
+                    }
+                })),
                 status: if an.failing() { "findings" } else { "ok" },
-                streams: df
-                    .streams
-                    .iter()
-                    .zip(&an.labels.stream)
-                    .map(|(s, &l)| {
-                        let (label, key) = parts(l);
-                        Stream {
-                            from: &s.from_text,
-                            key,
-                            label,
-                            to: &s.to_text,
-                        }
-                    })
-                    .collect(),
+                streams: Seq::new(
+                    df.streams
+                        .iter()
+                        .zip(&an.labels.stream)
+                        .map(move |(s, &l)| {
+                            let (label, key) = parts(l);
+                            Stream {
+                                from: &s.from_text,
+                                key,
+                                label,
+                                to: &s.to_text,
+                            }
+                        }),
+                ),
             }
         }
     }
 }
 
-/// The whole document, pretty-printed, with a trailing newline.
-pub fn render(reports: &[FileReport]) -> String {
+/// Writes the whole document, pretty-printed, with a trailing newline.
+pub fn write(reports: &[FileReport], out: &mut impl Write) -> io::Result<()> {
     let doc = Document {
         files: reports.iter().map(file).collect(),
         version: VERSION,
     };
-    let mut s = serde_json::to_string_pretty(&doc).expect("the report serialises");
-    s.push('\n');
-    s
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    out.write_all(b"\n")
+}
+
+/// The whole document, pretty-printed, with a trailing newline.
+pub fn render(reports: &[FileReport]) -> String {
+    let mut out = Vec::new();
+    write(reports, &mut out).expect("writing to memory does not fail");
+    String::from_utf8(out).expect("serde_json writes UTF-8")
 }

@@ -4,12 +4,14 @@
 //! The reader never stops at the first problem: it validates what it can, skips what it
 //! cannot, and returns every diagnostic of the file. Cross-references (endpoints naming
 //! components and interfaces) are resolved later, by `graph`, which adds its own diagnostics.
+//! It validates each entry as the YAML reader streams it (`reader`), never a whole file's tree.
 //!
 //! Must not know: labels, the analysis, output formats.
 
+mod reader;
 pub mod yaml;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use crate::codes::{self, Code};
 use crate::diagnostic::{Diagnostic, Span};
@@ -97,8 +99,21 @@ pub struct ComponentDecl {
 pub struct Endpoint {
     pub text: String,
     pub span: Span,
-    pub component: Option<String>,
-    pub name: String,
+    /// Where the dot of `Component.interface` is: the parts are slices of `text`, not strings
+    /// of their own (a big spec has millions of endpoints).
+    dot: Option<usize>,
+}
+
+impl Endpoint {
+    /// The component of `Component.interface`; `None` for a source or sink.
+    pub fn component(&self) -> Option<&str> {
+        self.dot.map(|d| &self.text[..d])
+    }
+
+    /// The interface of `Component.interface`, or the source or sink name.
+    pub fn name(&self) -> &str {
+        self.dot.map_or(&self.text, |d| &self.text[d + 1..])
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -122,17 +137,24 @@ pub struct Spec {
 }
 
 /// Reads a spec from raw bytes (UTF-8, optional BOM). Returns the spec (possibly partial)
-/// and every diagnostic; the spec is usable only when no diagnostic is an error.
+/// and every diagnostic; the spec is usable only when no diagnostic is an error. The text is
+/// returned for reports; [`parse_vec`] avoids copying it.
 pub fn parse_bytes(bytes: &[u8], limits: &Limits) -> (Option<Spec>, Vec<Diagnostic>, String) {
-    match std::str::from_utf8(bytes) {
+    parse_vec(bytes.to_vec(), limits)
+}
+
+/// [`parse_bytes`] on bytes the caller gives up: valid UTF-8 becomes the returned text in
+/// place, so a big spec is in memory once.
+pub fn parse_vec(bytes: Vec<u8>, limits: &Limits) -> (Option<Spec>, Vec<Diagnostic>, String) {
+    match String::from_utf8(bytes) {
         Ok(text) => {
-            let text = text.to_string();
             let (spec, diags) = parse(&text, limits);
             (spec, diags, text)
         }
         Err(e) => {
             // Show what we can of the text: up to the bad byte, so the caret has context.
-            let good = e.valid_up_to();
+            let good = e.utf8_error().valid_up_to();
+            let bytes = e.into_bytes();
             let mut text = String::from_utf8_lossy(&bytes[..good]).into_owned();
             let offset = text.len();
             text.push('\u{FFFD}');
@@ -162,43 +184,31 @@ pub fn parse(text: &str, limits: &Limits) -> (Option<Spec>, Vec<Diagnostic>) {
             .help("a spec needs at least `components:` and `streams:`; see `blazes explain S009`");
         return (None, vec![d]);
     }
-    let mut root = match yaml::parse(body, limits) {
-        Ok(n) => n,
-        Err(d) => {
-            let mut d = *d;
-            shift(&mut d, bom);
-            return (None, vec![d]);
-        }
-    };
-    if bom > 0 {
-        shift_node(&mut root, bom);
-    }
-    let mut v = Validator {
+    let mut reader = reader::Reader::new(Validator {
         text,
         diags: Vec::new(),
         limits,
         attributes: Vec::new(),
-    };
-    let spec = v.spec(&root);
-    v.collisions(&spec);
-    (Some(spec), v.diags)
+        attribute_texts: HashSet::new(),
+    });
+    match yaml::read(body, bom, limits, &mut reader) {
+        Ok(root) => {
+            let (spec, diags) = reader.finish(root);
+            (Some(spec), diags)
+        }
+        // What was validated before the reader gave up is dropped: an unreadable file has this
+        // one diagnostic.
+        Err(d) => {
+            let mut d = *d;
+            shift(&mut d, bom);
+            (None, vec![d])
+        }
+    }
 }
 
 fn shift(d: &mut Diagnostic, by: usize) {
     if let Some(p) = &mut d.primary {
         p.span.offset += by;
-    }
-}
-
-fn shift_node(n: &mut Node, by: usize) {
-    n.span.offset += by;
-    match &mut n.value {
-        Value::Seq(v) => v.iter_mut().for_each(|x| shift_node(x, by)),
-        Value::Map(v) => v.iter_mut().for_each(|(k, x)| {
-            shift_node(k, by);
-            shift_node(x, by);
-        }),
-        _ => {}
     }
 }
 
@@ -253,8 +263,10 @@ struct Validator<'t> {
     text: &'t str,
     diags: Vec<Diagnostic>,
     limits: &'t Limits,
-    /// Every attribute name written, for the case-collision check.
+    /// The attribute names written, for the case-collision check: the first of each spelling
+    /// since [`Validator::take_attributes`] (only the first is ever reported).
     attributes: Vec<Name>,
+    attribute_texts: HashSet<String>,
 }
 
 /// Longest name accepted, in characters. A format rule rather than a resource limit: real
@@ -291,9 +303,14 @@ impl<'n> Fields<'n> {
 }
 
 impl Validator<'_> {
-    fn error(&mut self, code: &'static Code, span: Span, message: String, label: &str) {
+    fn error(&mut self, code: &'static Code, span: Span, message: String, label: &'static str) {
         self.diags
             .push(Diagnostic::new(code, message).at(span, label));
+    }
+
+    fn take_attributes(&mut self) -> Vec<Name> {
+        self.attribute_texts.clear();
+        std::mem::take(&mut self.attributes)
     }
 
     fn push(&mut self, d: Diagnostic) {
@@ -435,52 +452,71 @@ impl Validator<'_> {
         what: &str,
     ) -> Fields<'n> {
         let mut found: Vec<(&'static str, &'n Node, &'n Node)> = Vec::with_capacity(entries.len());
+        let mut keys: Vec<(&'static str, Span)> = Vec::with_capacity(entries.len());
         let mut suggested = Vec::new();
         for (k, v) in entries {
-            let Some(key) = k.as_str() else {
-                self.wrong_type(k, "a field name", &format!("a key in {what}"));
-                continue;
-            };
-            let Some(&(_, canonical)) = known.iter().find(|(f, _)| *f == key) else {
-                let mut d = Diagnostic::new(
-                    &codes::UNKNOWN_FIELD,
-                    format!("unknown field `{key}` in {what}"),
-                )
-                .at(k.span, "unknown field");
-                let names: Vec<&str> = known.iter().map(|(f, _)| *f).collect();
-                d = match did_you_mean(key, names.iter().copied()) {
-                    Some(s) => {
-                        if let Some(&(_, c)) = known.iter().find(|(f, _)| *f == s) {
-                            suggested.push(c);
-                        }
-                        d.help(format!("did you mean `{s}`?"))
-                    }
-                    None => d.help(format!(
-                        "the fields of {what} are: {}",
-                        known
-                            .iter()
-                            .filter(|(f, c)| f == c)
-                            .map(|(f, _)| format!("`{f}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )),
-                };
-                self.push(d);
-                continue;
-            };
-            if let Some((_, first, _)) = found.iter().find(|(f, _, _)| *f == canonical) {
-                let d = Diagnostic::new(
-                    &codes::DUPLICATE,
-                    format!("field `{canonical}` is given twice in {what}"),
-                )
-                .at(k.span, "second definition")
-                .related(first.span, "first defined here");
-                self.push(d);
-                continue;
+            if let Some(canonical) = self.field(k, known, what, &keys, &mut suggested) {
+                keys.push((canonical, k.span));
+                found.push((canonical, k, v));
             }
-            found.push((canonical, k, v));
         }
         Fields { found, suggested }
+    }
+
+    /// One key of a mapping checked against `known` (see [`Validator::fields`]), given the
+    /// fields found before it: its canonical field, or `None` when it was reported (not a
+    /// string, unknown, or a duplicate). A field that an unknown key was taken for a typo of is
+    /// added to `suggested`.
+    fn field(
+        &mut self,
+        k: &Node,
+        known: &[(&str, &'static str)],
+        what: &str,
+        found: &[(&'static str, Span)],
+        suggested: &mut Vec<&'static str>,
+    ) -> Option<&'static str> {
+        let Some(key) = k.as_str() else {
+            self.wrong_type(k, "a field name", &format!("a key in {what}"));
+            return None;
+        };
+        let Some(&(_, canonical)) = known.iter().find(|(f, _)| *f == key) else {
+            let mut d = Diagnostic::new(
+                &codes::UNKNOWN_FIELD,
+                format!("unknown field `{key}` in {what}"),
+            )
+            .at(k.span, "unknown field");
+            let names: Vec<&str> = known.iter().map(|(f, _)| *f).collect();
+            d = match did_you_mean(key, names.iter().copied()) {
+                Some(s) => {
+                    if let Some(&(_, c)) = known.iter().find(|(f, _)| *f == s) {
+                        suggested.push(c);
+                    }
+                    d.help(format!("did you mean `{s}`?"))
+                }
+                None => d.help(format!(
+                    "the fields of {what} are: {}",
+                    known
+                        .iter()
+                        .filter(|(f, c)| f == c)
+                        .map(|(f, _)| format!("`{f}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            };
+            self.push(d);
+            return None;
+        };
+        if let Some((_, first)) = found.iter().find(|(f, _)| *f == canonical) {
+            let d = Diagnostic::new(
+                &codes::DUPLICATE,
+                format!("field `{canonical}` is given twice in {what}"),
+            )
+            .at(k.span, "second definition")
+            .related(*first, "first defined here");
+            self.push(d);
+            return None;
+        }
+        Some(canonical)
     }
 
     /// A plain name: non-empty string, no dot, no whitespace.
@@ -556,7 +592,10 @@ impl Validator<'_> {
             }
             match self.name(item, &format!("an attribute in {what}")) {
                 Some(n) => {
-                    self.attributes.push(n.clone());
+                    if !self.attribute_texts.contains(&n.text) {
+                        self.attribute_texts.insert(n.text.clone());
+                        self.attributes.push(n.clone());
+                    }
                     if let Some(first) = names.iter().find(|m| m.text == n.text) {
                         let d = Diagnostic::new(
                             &codes::DUPLICATE,
@@ -577,142 +616,6 @@ impl Validator<'_> {
             names,
             span: node.span,
         })
-    }
-
-    fn spec(&mut self, root: &Node) -> Spec {
-        let mut spec = Spec::default();
-        let Some(entries) = self.map(root, "the spec") else {
-            return spec;
-        };
-        let f = self.fields(
-            entries,
-            &[
-                ("version", "version"),
-                ("name", "name"),
-                ("sources", "sources"),
-                ("components", "components"),
-                ("streams", "streams"),
-                ("sinks", "sinks"),
-            ],
-            "the spec",
-        );
-        if let Some(v) = f.get("version")
-            && v.value != Value::Int(1)
-        {
-            self.error(
-                &codes::INVALID_VALUE,
-                v.span,
-                format!(
-                    "this blazes reads spec version 1, but the spec says version {}",
-                    v.describe()
-                ),
-                "unsupported version",
-            );
-        }
-        if let Some(n) = f.get("name") {
-            match n.as_str() {
-                Some(s) => {
-                    spec.name = Some(Name {
-                        text: s.to_string(),
-                        span: n.span,
-                    })
-                }
-                None => self.wrong_type(n, "a string", "`name`"),
-            }
-        }
-        spec.sources_key = f.key("sources").map(|k| k.span);
-        if let Some(node) = f.get("sources")
-            && let Some(entries) = self.map(node, "`sources`")
-        {
-            let mut seen: BTreeMap<String, Span> = BTreeMap::new();
-            for (k, v) in entries {
-                let Some(name) = self.name(k, "a source name") else {
-                    continue;
-                };
-                if self.is_duplicate(&mut seen, &name, "source") {
-                    continue;
-                }
-                if let Some(s) = self.source(name, v) {
-                    spec.sources.push(s);
-                }
-            }
-        }
-        match f.get("components") {
-            None if f.was_suggested("components") => {}
-            None => {
-                let d =
-                    Diagnostic::new(&codes::MISSING_FIELD, "the spec has no `components` field")
-                        .at(Span::new(root.span.offset, 0), "the spec starts here")
-                        .help("a spec lists its components under `components:`; see the README");
-                self.push(d);
-            }
-            Some(node) => {
-                if let Some(entries) = self.map(node, "`components`") {
-                    let mut seen: BTreeMap<String, Span> = BTreeMap::new();
-                    if entries.len() > self.limits.max_components {
-                        self.limit(
-                            entries[self.limits.max_components].0.span,
-                            format!(
-                                "the spec declares {} components, more than the limit of {}",
-                                entries.len(),
-                                self.limits.max_components
-                            ),
-                            "--max-components",
-                        );
-                        return spec;
-                    }
-                    for (k, v) in entries {
-                        let Some(name) = self.name(k, "a component name") else {
-                            continue;
-                        };
-                        if self.is_duplicate(&mut seen, &name, "component") {
-                            continue;
-                        }
-                        if let Some(c) = self.component(name, v) {
-                            spec.components.push(c);
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(node) = f.get("streams")
-            && let Some(items) = self.seq(node, "`streams`")
-        {
-            if items.len() > self.limits.max_streams {
-                self.limit(
-                    items[self.limits.max_streams].span,
-                    format!(
-                        "the spec declares {} streams, more than the limit of {}",
-                        items.len(),
-                        self.limits.max_streams
-                    ),
-                    "--max-streams",
-                );
-                return spec;
-            }
-            for item in items {
-                if let Some(s) = self.stream(item) {
-                    spec.streams.push(s);
-                }
-            }
-        }
-        if let Some(node) = f.get("sinks")
-            && let Some(entries) = self.map(node, "`sinks`")
-        {
-            let mut seen: BTreeMap<String, Span> = BTreeMap::new();
-            for (k, v) in entries {
-                let Some(name) = self.name(k, "a sink name") else {
-                    continue;
-                };
-                if self.is_duplicate(&mut seen, &name, "sink") {
-                    continue;
-                }
-                if let Some(s) = self.sink(name, v) {
-                    spec.sinks.push(s);
-                }
-            }
-        }
-        spec
     }
 
     fn is_duplicate(&mut self, seen: &mut BTreeMap<String, Span>, name: &Name, what: &str) -> bool {
@@ -1052,8 +955,7 @@ impl Validator<'_> {
         Some(Endpoint {
             text: s.to_string(),
             span: node.span,
-            component: component.map(str::to_string),
-            name: name.to_string(),
+            dot: component.map(str::len),
         })
     }
 

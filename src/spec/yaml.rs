@@ -1,13 +1,19 @@
 //! The generic YAML tree the spec reader validates: every node with its byte span.
 //!
 //! Why a generic tree instead of `#[derive(Deserialize)]` structs: serde stops at the first
-//! error, and users must see all of a file's errors at once. The tree is read in one pass by
-//! serde-saphyr (with a budget), then `spec::validate` walks it and collects every problem.
+//! error, and users must see all of a file's errors at once. Why trees of entries rather than
+//! one tree of the file: a tree costs several times its text (a node and a string per scalar),
+//! and a spec of a million components has tens of millions of nodes. So [`read`] streams the
+//! root mapping through serde-saphyr (with a budget) and hands the spec reader one small tree
+//! per component, stream, source or sink, which it validates and drops; [`parse`] still reads
+//! a whole tree, for tools that edit specs.
 
 use std::fmt;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_saphyr::{Budget, DuplicateKeyPolicy, MergeKeyPolicy, Spanned};
+use serde::de::{
+    self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
+use serde_saphyr::{Budget, DuplicateKeyPolicy, Location, MergeKeyPolicy, Spanned};
 
 use crate::codes;
 use crate::diagnostic::{Diagnostic, LineIndex, Span};
@@ -163,44 +169,81 @@ impl<'de> Visitor<'de> for RawVisitor {
     }
 }
 
-/// A node whose span still holds serde-saphyr's location: character offset in `offset`,
-/// byte offset (if known) in `len`'s place is not available, so we stash line/column and fix
-/// them up in [`fix_spans`].
-fn pending(s: Spanned<Raw>) -> Node {
-    let loc = s.referenced;
+/// Where serde-saphyr says a node is: its byte range when it has one. Without byte offsets
+/// the line and column are stashed in the span (line counted down from `usize::MAX`, column in
+/// `len`), beyond the end of any text, for [`Settle`] to resolve against the text.
+fn located(loc: &Location) -> Span {
     let span = loc.span();
-    let (offset, len) = match (span.byte_offset(), span.byte_len()) {
-        (Some(o), Some(l)) => (o as usize, l as usize),
-        // No byte info: encode line/column so fix_spans can resolve them against the text.
-        _ => (usize::MAX - loc.line() as usize, loc.column() as usize),
-    };
+    match (span.byte_offset(), span.byte_len()) {
+        (Some(o), Some(l)) => Span::new(o as usize, l as usize),
+        _ => Span::new(usize::MAX - loc.line() as usize, loc.column() as usize),
+    }
+}
+
+fn pending(s: Spanned<Raw>) -> Node {
     Node {
         value: s.value.0,
-        span: Span::new(offset, len),
+        span: located(&s.referenced),
     }
 }
 
-fn fix_spans(node: &mut Node, text: &str, index: &LineIndex) {
-    if node.span.offset > text.len() {
-        let line = usize::MAX - node.span.offset;
-        let col = node.span.len;
-        node.span = Span::char_at(text, index.offset(text, line, col));
+/// Turns what the reader yields into finished nodes: spans resolved (see [`located`]) and
+/// shifted to index the caller's text (which may start with a BOM the reader did not see).
+struct Settle<'t> {
+    text: &'t str,
+    shift: usize,
+    /// Built on first use: with string input every node has byte offsets, and the index of a
+    /// big spec costs a word per line.
+    index: std::cell::OnceCell<LineIndex>,
+}
+
+impl<'t> Settle<'t> {
+    fn new(text: &'t str, shift: usize) -> Self {
+        Settle {
+            text,
+            shift,
+            index: std::cell::OnceCell::new(),
+        }
     }
-    match &mut node.value {
-        Value::Seq(items) => items.iter_mut().for_each(|n| fix_spans(n, text, index)),
-        Value::Map(items) => items.iter_mut().for_each(|(k, v)| {
-            fix_spans(k, text, index);
-            fix_spans(v, text, index);
-        }),
-        _ => {}
+
+    fn node(&self, s: Spanned<Raw>) -> Node {
+        let mut node = pending(s);
+        self.settle(&mut node);
+        node
+    }
+
+    fn finish(&self, value: Value, loc: &Location) -> Node {
+        let mut node = Node {
+            value,
+            span: located(loc),
+        };
+        self.settle(&mut node);
+        node
+    }
+
+    fn settle(&self, node: &mut Node) {
+        if node.span.offset > self.text.len() {
+            let line = usize::MAX - node.span.offset;
+            let col = node.span.len;
+            let index = self.index.get_or_init(|| LineIndex::new(self.text));
+            node.span = Span::char_at(self.text, index.offset(self.text, line, col));
+        }
+        node.span.offset += self.shift;
+        match &mut node.value {
+            Value::Seq(items) => items.iter_mut().for_each(|n| self.settle(n)),
+            Value::Map(items) => items.iter_mut().for_each(|(k, v)| {
+                self.settle(k);
+                self.settle(v);
+            }),
+            _ => {}
+        }
     }
 }
 
-/// Reads `text` into a tree, or returns the one fatal diagnostic of an unreadable document.
-pub fn parse(text: &str, limits: &Limits) -> Result<Node, Box<Diagnostic>> {
-    let index = LineIndex::new(text);
-    if text.len() > limits.max_bytes {
-        return Err(Box::new(
+/// The one diagnostic of a spec over the byte limit, which is not read at all.
+fn too_large(text: &str, limits: &Limits) -> Option<Box<Diagnostic>> {
+    (text.len() > limits.max_bytes).then(|| {
+        Box::new(
             Diagnostic::new(
                 &codes::LIMIT,
                 // The CLI stops reading one byte past the limit, so the true size is unknown.
@@ -211,16 +254,102 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Node, Box<Diagnostic>> {
             )
             .at(Span::new(0, 0), "file too large")
             .help("if this spec is trusted, raise the limit with --max-file-size BYTES; see `blazes explain S011`"),
-        ));
+        )
+    })
+}
+
+/// Reads `text` into one tree, or returns the one fatal diagnostic of an unreadable document.
+/// The spec reader streams instead ([`read`]); this is for tools that edit a whole spec.
+pub fn parse(text: &str, limits: &Limits) -> Result<Node, Box<Diagnostic>> {
+    if let Some(d) = too_large(text, limits) {
+        return Err(d);
     }
-    match deserialize_with_stack(text, limits) {
-        Ok(root) => {
-            let mut node = pending(root);
-            fix_spans(&mut node, text, &index);
-            Ok(node)
-        }
-        Err(e) => Err(Box::new(convert_error(&e, text, &index, limits))),
+    let read = || {
+        let settle = Settle::new(text, 0);
+        serde_saphyr::from_str_with_options::<Spanned<Raw>>(text, reader_options(limits))
+            .map(|root| settle.node(root))
+    };
+    on_reader_stack(limits, read)
+        .map_err(|e| Box::new(convert_error(&e, text, &LineIndex::new(text), limits)))
+}
+
+/// How the streaming reader hands over the value of one key of the root mapping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Take {
+    /// As one tree, to [`Consumer::value`].
+    Whole,
+    /// A mapping entry by entry ([`Consumer::entry_key`], [`Consumer::entry_value`]); a value
+    /// of another kind goes whole to [`Consumer::value`].
+    Entries,
+    /// A list item by item ([`Consumer::want_item`], [`Consumer::item`]); a value of another
+    /// kind goes whole to [`Consumer::value`].
+    Items,
+    /// Read, so that its syntax and the limits are still checked, but not built.
+    Skip,
+}
+
+/// What the streaming reader hands the document to, one small tree at a time. Every node is
+/// finished (spans resolved and shifted) when the consumer sees it.
+pub trait Consumer {
+    /// A key of the root mapping; says how to read its value.
+    fn key(&mut self, key: Node) -> Take;
+    /// The value of the last key, when taken whole or not of the kind its [`Take`] expected.
+    fn value(&mut self, value: Node);
+    /// A key of a mapping read entry by entry; whether to build its value.
+    fn entry_key(&mut self, key: Node) -> bool;
+    /// The value of the last entry key that wanted it.
+    fn entry_value(&mut self, value: Node);
+    /// An item of a list read item by item comes next; whether to build it.
+    fn want_item(&mut self) -> bool;
+    fn item(&mut self, item: Node);
+    /// The value of the last key was read, whichever way it was taken.
+    fn end(&mut self);
+    /// The root, when it is not a mapping (then nothing else is called).
+    fn root(&mut self, root: Node);
+}
+
+/// Reads `text` as a stream: the root mapping key by key, and the values the consumer asks for
+/// entry by entry or item by item, so that no more than one entry's tree exists at a time (a
+/// whole tree of a big spec is several times the size of its text). Spans are shifted by
+/// `shift` bytes (the caller stripped that much, a BOM, before `text`). Returns the root's
+/// span, or the one fatal diagnostic of an unreadable document: then what the consumer was
+/// given must be discarded.
+pub fn read<C: Consumer + Send>(
+    text: &str,
+    shift: usize,
+    limits: &Limits,
+    consumer: &mut C,
+) -> Result<Span, Box<Diagnostic>> {
+    if let Some(d) = too_large(text, limits) {
+        return Err(d);
     }
+    let read = || {
+        let settle = Settle::new(text, shift);
+        let (root, loc) = serde_saphyr::with_deserializer_from_str_with_options(
+            text,
+            reader_options(limits),
+            |de| {
+                SpannedSeed(RootSeed {
+                    settle: &settle,
+                    consumer: &mut *consumer,
+                })
+                .deserialize(de)
+            },
+        )?;
+        // A mapping root was streamed; anything else is read whole, and only now that the
+        // whole document is known to be readable.
+        Ok::<_, serde_saphyr::Error>(match root {
+            None => settle.finish(Value::Null, &loc).span,
+            Some(raw) => {
+                let root = settle.finish(raw.0, &loc);
+                let span = root.span;
+                consumer.root(root);
+                span
+            }
+        })
+    };
+    on_reader_stack(limits, read)
+        .map_err(|e| Box::new(convert_error(&e, text, &LineIndex::new(text), limits)))
 }
 
 /// The serde-saphyr options every spec is read with: the budget and alias limits from
@@ -265,15 +394,21 @@ pub fn reader_options(limits: &Limits) -> serde_saphyr::Options {
     }
 }
 
-/// Deserializes on a thread whose stack fits `max_depth` levels of nesting. The reader
+thread_local! {
+    /// The stack size of this thread when [`on_reader_stack`] started it, else 0.
+    static READER_STACK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs `read` on a thread whose stack fits `max_depth` levels of nesting. The reader
 /// recurses once per level, with frames of tens of kilobytes in debug builds, so at the
 /// default depth limit it overflows a 2 MiB thread (the size of test and many library users'
 /// threads): the depth limit must be what stops deep input, never the caller's stack.
-fn deserialize_with_stack(
-    text: &str,
-    limits: &Limits,
-) -> Result<Spanned<Raw>, serde_saphyr::Error> {
-    let read = || serde_saphyr::from_str_with_options::<Spanned<Raw>>(text, reader_options(limits));
+///
+/// On a thread it started itself, with a stack as large, it runs `read` directly: the whole
+/// check of a file runs on one (`check::check_owned`), so that the memory of the spec, freed
+/// once the dataflow is built, is reused by the analysis (the allocator keeps memory freed
+/// on one thread for that thread).
+pub fn on_reader_stack<R: Send>(limits: &Limits, read: impl FnOnce() -> R + Send) -> R {
     const PER_LEVEL: usize = 96 * 1024;
     const MAX_STACK: usize = 1 << 30;
     let stack = limits
@@ -281,11 +416,24 @@ fn deserialize_with_stack(
         .saturating_add(32)
         .saturating_mul(PER_LEVEL)
         .clamp(8 << 20, MAX_STACK);
+    if READER_STACK.get() >= stack {
+        return read();
+    }
+    // The reader runs once, on the new thread or, when none can be started, on this one; a
+    // thread that failed to start dropped its closure, so the reader waits in the slot.
+    let slot = std::sync::Mutex::new(Some(read));
+    let run = |on_own_stack: bool| {
+        if on_own_stack {
+            READER_STACK.set(stack);
+        }
+        let read = slot.lock().ok().and_then(|mut s| s.take());
+        read.expect("the reader runs once")()
+    };
     std::thread::scope(|s| {
         let worker = std::thread::Builder::new()
             .name("blazes-yaml".into())
             .stack_size(stack)
-            .spawn_scoped(s, read);
+            .spawn_scoped(s, || run(true));
         match worker {
             Ok(handle) => match handle.join() {
                 Ok(result) => result,
@@ -293,9 +441,275 @@ fn deserialize_with_stack(
                 Err(panic) => std::panic::resume_unwind(panic),
             },
             // No thread available (a sandbox with a thread limit): read on this one.
-            Err(_) => read(),
+            Err(_) => run(false),
         }
     })
+}
+
+/// `Spanned<T>` for a seed. serde-saphyr's `Spanned` wraps only `T: Deserialize`, and the
+/// streaming visitors carry the consumer, so this speaks `Spanned`'s protocol itself: the
+/// newtype struct `__yaml_spanned`, which the reader answers with a map of `value`,
+/// `referenced` and `defined` (see serde-saphyr's `spanned.rs`). Every span test depends on
+/// it, so a change of protocol in a new serde-saphyr cannot pass unnoticed.
+struct SpannedSeed<S>(S);
+
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for SpannedSeed<S> {
+    type Value = (S::Value, Location);
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_newtype_struct("__yaml_spanned", SpannedVisitor(self.0))
+    }
+}
+
+struct SpannedVisitor<S>(S);
+
+impl<'de, S: DeserializeSeed<'de>> Visitor<'de> for SpannedVisitor<S> {
+    type Value = (S::Value, Location);
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a span-aware newtype wrapper")
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(SpannedFields(self.0))
+    }
+}
+
+struct SpannedFields<S>(S);
+
+/// A key of the map the reader presents a spanned value as.
+enum SpannedField {
+    Value,
+    Referenced,
+    Defined,
+    /// The marker that tells this map from a user's mapping; its value is `true`.
+    Other,
+}
+
+impl<'de> Deserialize<'de> for SpannedField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct FieldVisitor;
+        impl Visitor<'_> for FieldVisitor {
+            type Value = SpannedField;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a Spanned<T> field")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<SpannedField, E> {
+                Ok(match v {
+                    "value" => SpannedField::Value,
+                    "referenced" => SpannedField::Referenced,
+                    "defined" => SpannedField::Defined,
+                    _ => SpannedField::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(FieldVisitor)
+    }
+}
+
+impl<'de, S: DeserializeSeed<'de>> Visitor<'de> for SpannedFields<S> {
+    type Value = (S::Value, Location);
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a span-aware map with value/referenced/defined fields")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+        let mut seed = Some(self.0);
+        let mut value = None;
+        let mut referenced = None;
+        while let Some(field) = a.next_key::<SpannedField>()? {
+            match field {
+                SpannedField::Value => match seed.take() {
+                    Some(seed) => value = Some(a.next_value_seed(seed)?),
+                    None => return Err(de::Error::duplicate_field("value")),
+                },
+                SpannedField::Referenced => referenced = Some(a.next_value::<Location>()?),
+                // Read, not skipped: a `Location` has no self-describing form.
+                SpannedField::Defined => {
+                    a.next_value::<Location>()?;
+                }
+                SpannedField::Other => {
+                    a.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let value = value.ok_or_else(|| de::Error::missing_field("value"))?;
+        let referenced = referenced.ok_or_else(|| de::Error::missing_field("referenced"))?;
+        Ok((value, referenced))
+    }
+}
+
+/// Forwards the visits of everything but a mapping or a list to [`RawVisitor`]: a value that
+/// is not what a streaming visitor expected is built whole, with the very errors (and the
+/// `expecting` text) that reading a tree would give.
+macro_rules! forward_to_raw {
+    () => {
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            RawVisitor.expecting(f)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            RawVisitor.visit_unit().map(Some)
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            RawVisitor.visit_none().map(Some)
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            RawVisitor.visit_some(d).map(Some)
+        }
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+            RawVisitor.visit_bool(v).map(Some)
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            RawVisitor.visit_i64(v).map(Some)
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            RawVisitor.visit_u64(v).map(Some)
+        }
+        fn visit_i128<E: de::Error>(self, v: i128) -> Result<Self::Value, E> {
+            RawVisitor.visit_i128(v).map(Some)
+        }
+        fn visit_u128<E: de::Error>(self, v: u128) -> Result<Self::Value, E> {
+            RawVisitor.visit_u128(v).map(Some)
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            RawVisitor.visit_f64(v).map(Some)
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            RawVisitor.visit_str(v).map(Some)
+        }
+        fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+            RawVisitor.visit_string(v).map(Some)
+        }
+        fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Self::Value, E> {
+            RawVisitor.visit_bytes(v).map(Some)
+        }
+    };
+}
+
+/// The document's root: a mapping is streamed key by key, anything else is built whole.
+struct RootSeed<'a, 't, C> {
+    settle: &'a Settle<'t>,
+    consumer: &'a mut C,
+}
+
+impl<'de, C: Consumer> DeserializeSeed<'de> for RootSeed<'_, '_, C> {
+    type Value = Option<Raw>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<Raw>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, C: Consumer> Visitor<'de> for RootSeed<'_, '_, C> {
+    type Value = Option<Raw>;
+
+    forward_to_raw!();
+
+    fn visit_seq<A: SeqAccess<'de>>(self, a: A) -> Result<Option<Raw>, A::Error> {
+        RawVisitor.visit_seq(a).map(Some)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Option<Raw>, A::Error> {
+        let settle = self.settle;
+        while let Some(key) = a.next_key::<Spanned<Raw>>()? {
+            let take = self.consumer.key(settle.node(key));
+            match take {
+                Take::Skip => {
+                    a.next_value::<IgnoredAny>()?;
+                }
+                Take::Whole => {
+                    let value = a.next_value::<Spanned<Raw>>()?;
+                    self.consumer.value(settle.node(value));
+                }
+                Take::Entries | Take::Items => {
+                    let section = SectionSeed {
+                        settle,
+                        consumer: &mut *self.consumer,
+                        take,
+                    };
+                    let (whole, loc) = a.next_value_seed(SpannedSeed(section))?;
+                    if let Some(raw) = whole {
+                        self.consumer.value(settle.finish(raw.0, &loc));
+                    }
+                }
+            }
+            self.consumer.end();
+        }
+        Ok(None)
+    }
+}
+
+/// The value of a streamed key: the entries of a mapping or the items of a list, handed over
+/// one at a time; `Some` tree when the value is of another kind.
+struct SectionSeed<'a, 't, C> {
+    settle: &'a Settle<'t>,
+    consumer: &'a mut C,
+    take: Take,
+}
+
+impl<'de, C: Consumer> DeserializeSeed<'de> for SectionSeed<'_, '_, C> {
+    type Value = Option<Raw>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<Raw>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, C: Consumer> Visitor<'de> for SectionSeed<'_, '_, C> {
+    type Value = Option<Raw>;
+
+    forward_to_raw!();
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Option<Raw>, A::Error> {
+        if self.take != Take::Items {
+            return RawVisitor.visit_seq(a).map(Some);
+        }
+        let consumer = self.consumer;
+        while a
+            .next_element_seed(ItemSeed {
+                settle: self.settle,
+                consumer: &mut *consumer,
+            })?
+            .is_some()
+        {}
+        Ok(None)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Option<Raw>, A::Error> {
+        if self.take != Take::Entries {
+            return RawVisitor.visit_map(a).map(Some);
+        }
+        while let Some(key) = a.next_key::<Spanned<Raw>>()? {
+            if self.consumer.entry_key(self.settle.node(key)) {
+                let value = a.next_value::<Spanned<Raw>>()?;
+                self.consumer.entry_value(self.settle.node(value));
+            } else {
+                a.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// One item of a streamed list: built and handed over if the consumer wants it, else skipped.
+struct ItemSeed<'a, 't, C> {
+    settle: &'a Settle<'t>,
+    consumer: &'a mut C,
+}
+
+impl<'de, C: Consumer> DeserializeSeed<'de> for ItemSeed<'_, '_, C> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        if self.consumer.want_item() {
+            let item = Spanned::<Raw>::deserialize(d)?;
+            self.consumer.item(self.settle.node(item));
+        } else {
+            IgnoredAny::deserialize(d)?;
+        }
+        Ok(())
+    }
 }
 
 /// Which limit a reader error is, if it is one: (what, value, flag).
