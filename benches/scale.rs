@@ -56,17 +56,14 @@ fn bench(c: &mut Criterion) {
                 criterion::BatchSize::LargeInput,
             )
         });
-        if n <= 1_000 {
-            // The greedy planner re-runs the whole analysis per candidate and round, so it grows
-            // quadratically: 10k already takes minutes per plan (see docs/benchmarks.md).
-            let options = blazes::plan::Options {
-                exact_limit: 0,
-                ..Default::default()
-            };
-            g.bench_function(BenchmarkId::new("plan-greedy", n), |b| {
-                b.iter(|| blazes::plan::plan(black_box(&df), &options))
-            });
-        }
+        // Greedy at every size (the exact search is for a handful of candidates).
+        let options = blazes::plan::Options {
+            exact_limit: 0,
+            ..Default::default()
+        };
+        g.bench_function(BenchmarkId::new("plan-greedy", n), |b| {
+            b.iter(|| blazes::plan::plan(black_box(&df), &options))
+        });
         g.finish();
     }
 }

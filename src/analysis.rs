@@ -128,6 +128,25 @@ pub fn analyze(df: &mut Dataflow, fail_on: FailOn) -> Analysis {
 /// as related notes, one per stream. The chains are in `points` either way: the notes repeat
 /// them for the formats that print them, and a big spec has millions of them.
 pub fn analyze_with(df: &mut Dataflow, fail_on: FailOn, chain_notes: bool) -> Analysis {
+    let mut a = verdicts(df, fail_on);
+    let mut diagnostics = Vec::new();
+    findings(
+        df,
+        &a.labels,
+        &a.points,
+        &a.sinks,
+        chain_notes,
+        &mut diagnostics,
+    );
+    warnings(df, &a.labels, &mut diagnostics);
+    diagnostic::sort(&mut diagnostics);
+    a.diagnostics = diagnostics;
+    a
+}
+
+/// The analysis without its diagnostics (which hold a message and a chain of notes per point
+/// of order): for callers that only read labels, points, barriers and verdicts.
+pub fn verdicts(df: &mut Dataflow, fail_on: FailOn) -> Analysis {
     let labels = propagate(df);
     let (points, barriers) = points_and_barriers(df, &labels);
     let sinks: Vec<SinkVerdict> = df
@@ -144,16 +163,12 @@ pub fn analyze_with(df: &mut Dataflow, fail_on: FailOn, chain_notes: bool) -> An
             }
         })
         .collect();
-    let mut diagnostics = Vec::new();
-    findings(df, &labels, &points, &sinks, chain_notes, &mut diagnostics);
-    warnings(df, &labels, &mut diagnostics);
-    diagnostic::sort(&mut diagnostics);
     Analysis {
         labels,
         points,
         barriers,
         sinks,
-        diagnostics,
+        diagnostics: Vec::new(),
     }
 }
 
@@ -305,7 +320,7 @@ pub fn reconcile(c: &Component, k: Contribution) -> Label {
 
 /// Evaluates every output of component `cid` from the current input labels, joining into
 /// `scratch` (indexed by interface, reset before returning). Returns `(output, label, cause)`.
-fn eval_component(
+pub(crate) fn eval_component(
     df: &mut Dataflow,
     cid: CompId,
     iface: &[Option<Label>],
@@ -314,15 +329,16 @@ fn eval_component(
 ) {
     out.clear();
     let c = &df.components[cid.index()];
-    let mut results: Vec<(IfaceId, Label, u32)> = Vec::with_capacity(c.paths.len());
+    // `out` first holds each path's contribution (the joins below need the key table
+    // mutably, so they cannot run while `c` is borrowed), then the joined outputs.
     for (pi, p) in c.paths.iter().enumerate() {
         let Some(l) = iface[p.input.index()] else {
             continue;
         };
         let k = contribute(df, c, p, l, iface);
-        results.push((p.output, reconcile(c, k), pi as u32));
+        out.push((p.output, reconcile(c, k), pi as u32));
     }
-    for (o, l, pi) in results {
+    for &(o, l, pi) in out.iter() {
         let slot = &mut scratch[o.index()];
         *slot = Some(match *slot {
             None => (l, pi),
@@ -333,6 +349,7 @@ fn eval_component(
             }
         });
     }
+    out.clear();
     for &o in &df.components[cid.index()].outputs {
         if let Some((l, pi)) = scratch[o.index()].take() {
             out.push((o, l, pi));
@@ -521,6 +538,34 @@ pub fn chain(df: &Dataflow, labels: &Labels, start: IfaceId) -> Vec<StreamId> {
     out
 }
 
+/// What point of order, if any, a path's contribution makes.
+fn point_kind(k: &Contribution) -> Option<PointKind> {
+    if k.taint {
+        Some(PointKind::Taint)
+    } else if k.ndread {
+        Some(PointKind::NdRead)
+    } else {
+        None
+    }
+}
+
+/// The points of order of one component under `iface`: (path index, kind), in path order.
+pub fn component_points(
+    df: &Dataflow,
+    cid: CompId,
+    iface: &[Option<Label>],
+) -> Vec<(usize, PointKind)> {
+    let c = &df.components[cid.index()];
+    c.paths
+        .iter()
+        .enumerate()
+        .filter_map(|(pi, p)| {
+            let l = iface[p.input.index()]?;
+            point_kind(&contribute(df, c, p, l, iface)).map(|k| (pi, k))
+        })
+        .collect()
+}
+
 fn points_and_barriers(df: &Dataflow, labels: &Labels) -> (Vec<PointOfOrder>, Vec<SealBarrier>) {
     let mut points = Vec::new();
     let mut barrier_keys: BTreeSet<(CompId, IfaceId, KeySet)> = BTreeSet::new();
@@ -531,14 +576,7 @@ fn points_and_barriers(df: &Dataflow, labels: &Labels) -> (Vec<PointOfOrder>, Ve
                 continue;
             };
             let k = contribute(df, c, p, l, &labels.iface);
-            let kind = if k.taint {
-                Some(PointKind::Taint)
-            } else if k.ndread {
-                Some(PointKind::NdRead)
-            } else {
-                None
-            };
-            if let Some(kind) = kind {
+            if let Some(kind) = point_kind(&k) {
                 let cause_input = match kind {
                     PointKind::Taint => p.input,
                     PointKind::NdRead => {

@@ -6,6 +6,8 @@
 //! replaced when one exists). The edited text is then read back and re-analysed
 //! ([`apply_verified`]): an edit the reader does not see as intended is an error, not a file.
 
+use std::collections::HashMap;
+
 use crate::analysis::{self, FailOn};
 use crate::graph::{self, Order};
 use crate::label::Label;
@@ -25,6 +27,27 @@ pub enum Edit {
         component: String,
         key: Option<Vec<String>>,
     },
+}
+
+impl Edit {
+    /// The edit in the spec's own words, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Edit::Seal { source, key } => {
+                format!("`seal: {}` on source `{source}`", flow_list(key))
+            }
+            Edit::Order {
+                component,
+                key: None,
+            } => {
+                format!("`order: global` on component `{component}`")
+            }
+            Edit::Order {
+                component,
+                key: Some(k),
+            } => format!("`order: {}` on component `{component}`", flow_list(k)),
+        }
+    }
 }
 
 /// The edits that record a plan's mechanisms.
@@ -191,15 +214,24 @@ fn fill_null(text: &str, name_end: usize, entry: &str, what: &str) -> Result<Spl
 /// Applies the edits to the spec text at its spans. Fails (with a message naming the place)
 /// where the text has a shape the edit cannot handle.
 pub fn apply(text: &str, spec: &Spec, edits: &[Edit]) -> Result<String, String> {
+    // Lookups by name: a plan for a generated fleet edits tens of thousands of components.
+    let components: HashMap<&str, &spec::ComponentDecl> = spec
+        .components
+        .iter()
+        .map(|c| (c.name.text.as_str(), c))
+        .collect();
+    let sources: HashMap<&str, &spec::SourceDecl> = spec
+        .sources
+        .iter()
+        .map(|c| (c.name.text.as_str(), c))
+        .collect();
     let mut splices: Vec<Splice> = Vec::new();
     for e in edits {
         match e {
             Edit::Order { component, key } => {
                 let what = format!("component `{component}`");
-                let decl = spec
-                    .components
-                    .iter()
-                    .find(|c| &c.name.text == component)
+                let decl = components
+                    .get(component.as_str())
                     .ok_or_else(|| format!("the spec has no {what}"))?;
                 let value = key
                     .as_ref()
@@ -220,10 +252,8 @@ pub fn apply(text: &str, spec: &Spec, edits: &[Edit]) -> Result<String, String> 
             }
             Edit::Seal { source, key } => {
                 let what = format!("source `{source}`");
-                let decl = spec
-                    .sources
-                    .iter()
-                    .find(|s| &s.name.text == source)
+                let decl = sources
+                    .get(source.as_str())
                     .ok_or_else(|| format!("the spec has no {what}"))?;
                 let value = flow_list(key);
                 let entry = format!("seal: {value}");
@@ -239,11 +269,17 @@ pub fn apply(text: &str, spec: &Spec, edits: &[Edit]) -> Result<String, String> 
             }
         }
     }
-    splices.sort_by_key(|s| std::cmp::Reverse(s.offset));
-    let mut out = text.to_string();
+    // One pass over the text: splicing in place would move the tail once per edit.
+    splices.sort_by_key(|s| s.offset);
+    let mut out =
+        String::with_capacity(text.len() + splices.iter().map(|s| s.text.len()).sum::<usize>());
+    let mut at = 0;
     for s in splices {
-        out.replace_range(s.offset..s.offset + s.len, &s.text);
+        out.push_str(&text[at..s.offset]);
+        out.push_str(&s.text);
+        at = s.offset + s.len;
     }
+    out.push_str(&text[at..]);
     Ok(out)
 }
 
@@ -285,11 +321,23 @@ pub fn apply_verified(
     {
         return Err(format!("the edited spec is invalid: {}", d.message));
     }
+    let components: HashMap<&str, usize> = df
+        .components
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name.as_str(), i))
+        .collect();
+    let sources: HashMap<&str, usize> = df
+        .sources
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.name.as_str(), i))
+        .collect();
     for e in &edits {
         let ok = match e {
-            Edit::Order { component, key } => df
-                .component_by_name(component)
-                .and_then(|c| df.component(c).order)
+            Edit::Order { component, key } => components
+                .get(component.as_str())
+                .and_then(|&c| df.components[c].order)
                 .is_some_and(|o| match (o, key) {
                     (Order::Global, None) => true,
                     (Order::Keys(k), Some(names)) => {
@@ -299,11 +347,9 @@ pub fn apply_verified(
                     }
                     _ => false,
                 }),
-            Edit::Seal { source, key } => df
-                .sources
-                .iter()
-                .find(|s| &s.name == source)
-                .and_then(|s| s.seal)
+            Edit::Seal { source, key } => sources
+                .get(source.as_str())
+                .and_then(|&s| df.sources[s].seal)
                 .is_some_and(|k| {
                     let got = Label::Seal(k).display(&df.keys);
                     got == format!("Seal({})", key.join(", "))
@@ -311,7 +357,8 @@ pub fn apply_verified(
         };
         if !ok {
             return Err(format!(
-                "the edited spec does not carry the planned {e:?}; the spec's layout defeated the editor"
+                "the edited spec does not carry the planned {}; the spec's layout defeated the editor",
+                e.describe()
             ));
         }
     }

@@ -2,9 +2,10 @@
 //! makes every sink meet its tolerance, and the proof that it does.
 //!
 //! The planner never reasons about labels on its own: every claim it makes ("this plan
-//! repairs the dataflow", "this mechanism is needed") is checked by re-running the analysis
-//! of [`crate::analysis`] on the dataflow with the mechanisms applied (`Component.order`,
-//! `Source.seal`). The search only decides which combinations to check.
+//! repairs the dataflow", "this mechanism is needed") is checked by the analysis of
+//! [`crate::analysis`] on the dataflow with the mechanisms applied (`Component.order`,
+//! `Source.seal`): the search's many evaluations by its incremental form ([`labeling`]), the
+//! final plan by a full re-run. The search only decides which combinations to check.
 //!
 //! Two facts make the search sound:
 //! - Every mechanism is monotone: adding a seal lowers a source's label (`Async` to
@@ -18,17 +19,25 @@
 //! Must not know: YAML text (that is [`apply`]), output formats, files.
 
 pub mod apply;
+pub mod labeling;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::analysis::{self, FailOn, PointKind};
 use crate::graph::{CompId, Consumer, Dataflow, IfaceId, Order, SourceId};
-use crate::label::{Annotation, Gate, KeySet, Label};
+use crate::label::{Annotation, Gate, KeySet, Keys, Label};
+
+use labeling::Labeling;
 
 /// Above this many candidates the search is greedy instead of exact.
 pub const EXACT_LIMIT: usize = 24;
 /// The exact search stops (and the greedy plan is kept) after this many analyses.
 pub const EVALUATION_BUDGET: usize = 20_000;
+/// How many components the explanation of one mechanism follows its removal through. In a
+/// fleet where feedback streams tie most components into one cycle, removing one mechanism
+/// can bring back thousands of points of order; listing them all for every mechanism would
+/// make the plan quadratic in size and time.
+pub const EXPLANATION_BUDGET: usize = 256;
 
 /// The long explanation printed by `blazes explain plan`.
 pub const EXPLAIN: &str = "\
@@ -82,10 +91,14 @@ Algorithm:
      repeatedly add the candidate with the best (repaired sinks; removed points of order
      plus newly sealed streams into them) per unit of cost (lazily: earlier gains serve as
      estimates), once from nothing and once from every source's cheapest seal, and keep the
-     cheaper. The output says which search was used.
+     cheaper. The output says which search was used. Each evaluation re-derives only the
+     labels downstream of the change (an incremental analysis, checked against the full
+     one in the tests), so the greedy search scales to generated fleets of 100k components.
   5. Irredundancy: drop every mechanism whose removal keeps every sink safe (a no-op for
      an exact plan). For each kept mechanism the plan reports the points of order and the
-     sinks that fail again without it: that is why it is there.
+     sinks that fail again without it: that is why it is there. The removal is followed
+     through at most 256 components; where it reaches further (a cycle through most of a
+     fleet), the list is marked incomplete ('and possibly more'; `fixes_complete: false`).
   6. Verification: the final analysis runs with the plan applied; its seal barriers are
      listed for the runtime.
 
@@ -214,6 +227,9 @@ pub struct Mechanism {
     pub cost: u32,
     /// Points of order that come back when this mechanism is removed from the plan.
     pub fixes: Vec<PointRef>,
+    /// Whether `fixes` and `sinks` are all of them: the removal is followed through at most
+    /// [`EXPLANATION_BUDGET`] components, and what it reaches further is not listed.
+    pub fixes_complete: bool,
     /// Sinks that fail again when this mechanism is removed from the plan.
     pub sinks: Vec<String>,
     pub runtime: String,
@@ -413,13 +429,8 @@ impl Evaluator {
         }
     }
 
-    /// `(failing sinks, points of order, unsealed arrivals)` with `choices` applied: the
-    /// score the greedy search lowers; a plan is feasible when the first is zero. Unsealed
-    /// arrivals are the streams into the inputs a point of order depends on (an `OW` path's
-    /// input, an `OR` path's writing inputs) that carry no seal compatible with its gate:
-    /// they measure progress that fixes no point yet, such as the first of the two seals an
-    /// input fed by two sources needs.
-    pub fn score(&mut self, choices: &[Choice]) -> (usize, usize, usize) {
+    /// The [`Score`] with `choices` applied; a plan is feasible when its first part is zero.
+    pub fn score(&mut self, choices: &[Choice]) -> Score {
         self.set(choices);
         self.evaluations += 1;
         let labels = analysis::propagate(&mut self.df);
@@ -430,42 +441,11 @@ impl Evaluator {
             .zip(&labels.sink)
             .filter(|(s, l)| l.is_some_and(|l| self.fail_on.fails(l) && !s.tolerate.accepts(l)))
             .count();
-        let mut points = 0;
-        let mut unsealed = 0;
-        let df = &self.df;
-        let arrivals = |input: IfaceId, gate: Gate| {
-            df.iface(input)
-                .streams
-                .iter()
-                .filter(|s| match labels.stream[s.index()] {
-                    Some(Label::Seal(k)) => !gate.compatible(k, &df.keys),
-                    Some(_) => true,
-                    None => false,
-                })
-                .count()
-        };
-        for c in &df.components {
-            for p in &c.paths {
-                let Some(l) = labels.iface[p.input.index()] else {
-                    continue;
-                };
-                let k = analysis::contribute(df, c, p, l, &labels.iface);
-                if !(k.taint || k.ndread) {
-                    continue;
-                }
-                points += 1;
-                let gate = p.gate.unwrap_or(Gate::Star);
-                unsealed += match p.annotation {
-                    Annotation::OW => arrivals(p.input, gate),
-                    Annotation::OR => c
-                        .paths
-                        .iter()
-                        .filter(|w| w.annotation.writes())
-                        .map(|w| arrivals(w.input, gate))
-                        .sum(),
-                    _ => 0,
-                };
-            }
+        let (mut points, mut unsealed) = (0, 0);
+        for c in 0..self.df.components.len() {
+            let (p, u) = local_score(&self.df, CompId(c as u32), &labels.iface, &labels.stream);
+            points += p as usize;
+            unsealed += u as usize;
         }
         (failing, points, unsealed)
     }
@@ -474,57 +454,112 @@ impl Evaluator {
         self.score(choices).0 == 0
     }
 
-    /// The full analysis (points, barriers, sink verdicts) with `choices` applied.
+    /// The analysis (points, barriers, sink verdicts; no diagnostics) with `choices` applied.
     pub fn analyze(&mut self, choices: &[Choice]) -> analysis::Analysis {
         self.set(choices);
         self.evaluations += 1;
-        analysis::analyze(&mut self.df, self.fail_on)
+        analysis::verdicts(&mut self.df, self.fail_on)
     }
 
-    /// The strongest combination of `choices`: per component the strongest order (global,
-    /// else the intersection of the keys), per source the intersection of the seal keys. By
-    /// monotonicity, if this fails a sink, every combination of `choices` does.
+    /// [`upper_bound`] in this evaluator's key table.
     pub fn upper_bound(&mut self, choices: &[Choice]) -> Vec<Choice> {
-        let mut orders: BTreeMap<CompId, Order> = BTreeMap::new();
-        let mut seals: BTreeMap<SourceId, KeySet> = BTreeMap::new();
-        for &ch in choices {
-            match ch {
-                Choice::Order { component, order } => {
-                    let merged = match (orders.get(&component), order) {
-                        (None, o) => o,
-                        (Some(Order::Global), _) | (_, Order::Global) => Order::Global,
-                        (Some(&Order::Keys(a)), Order::Keys(b)) => {
-                            Order::Keys(self.df.keys.intersection(a, b))
-                        }
-                    };
-                    orders.insert(component, merged);
-                }
-                Choice::AddSeal { source, key } => {
-                    let merged = match seals.get(&source) {
-                        None => key,
-                        Some(&k) => self.df.keys.intersection(k, key),
-                    };
-                    seals.insert(source, merged);
-                }
+        upper_bound(&mut self.df.keys, choices)
+    }
+}
+
+/// The strongest combination of `choices`: per component the strongest order (global, else
+/// the intersection of the keys), per source the intersection of the seal keys. By
+/// monotonicity, if this fails a sink, every combination of `choices` does.
+pub fn upper_bound(keys: &mut Keys, choices: &[Choice]) -> Vec<Choice> {
+    let mut orders: BTreeMap<CompId, Order> = BTreeMap::new();
+    let mut seals: BTreeMap<SourceId, KeySet> = BTreeMap::new();
+    for &ch in choices {
+        match ch {
+            Choice::Order { component, order } => {
+                let merged = match (orders.get(&component), order) {
+                    (None, o) => o,
+                    (Some(Order::Global), _) | (_, Order::Global) => Order::Global,
+                    (Some(&Order::Keys(a)), Order::Keys(b)) => Order::Keys(keys.intersection(a, b)),
+                };
+                orders.insert(component, merged);
+            }
+            Choice::AddSeal { source, key } => {
+                let merged = match seals.get(&source) {
+                    None => key,
+                    Some(&k) => keys.intersection(k, key),
+                };
+                seals.insert(source, merged);
             }
         }
-        orders
-            .into_iter()
-            .map(|(component, order)| Choice::Order { component, order })
-            .chain(
-                seals
-                    .into_iter()
-                    .map(|(source, key)| Choice::AddSeal { source, key }),
-            )
-            .collect()
     }
+    orders
+        .into_iter()
+        .map(|(component, order)| Choice::Order { component, order })
+        .chain(
+            seals
+                .into_iter()
+                .map(|(source, key)| Choice::AddSeal { source, key }),
+        )
+        .collect()
+}
+
+/// `(failing sinks, points of order, unsealed arrivals)`: the score the greedy search lowers.
+/// Unsealed arrivals are the streams into the inputs a point of order depends on (an `OW`
+/// path's input, an `OR` path's writing inputs) that carry no seal compatible with its gate:
+/// they measure progress that fixes no point yet, such as the first of the two seals an input
+/// fed by two sources needs.
+pub type Score = (usize, usize, usize);
+
+/// Component `cid`'s share of the [`Score`]: (points of order, unsealed arrivals at them).
+pub(crate) fn local_score(
+    df: &Dataflow,
+    cid: CompId,
+    iface: &[Option<Label>],
+    stream: &[Option<Label>],
+) -> (u32, u32) {
+    let c = df.component(cid);
+    let arrivals = |input: IfaceId, gate: Gate| {
+        df.iface(input)
+            .streams
+            .iter()
+            .filter(|s| match stream[s.index()] {
+                Some(Label::Seal(k)) => !gate.compatible(k, &df.keys),
+                Some(_) => true,
+                None => false,
+            })
+            .count() as u32
+    };
+    let (mut points, mut unsealed) = (0, 0);
+    for p in &c.paths {
+        let Some(l) = iface[p.input.index()] else {
+            continue;
+        };
+        let k = analysis::contribute(df, c, p, l, iface);
+        if !(k.taint || k.ndread) {
+            continue;
+        }
+        points += 1;
+        let gate = p.gate.unwrap_or(Gate::Star);
+        unsealed += match p.annotation {
+            Annotation::OW => arrivals(p.input, gate),
+            Annotation::OR => c
+                .paths
+                .iter()
+                .filter(|w| w.annotation.writes())
+                .map(|w| arrivals(w.input, gate))
+                .sum(),
+            _ => 0,
+        };
+    }
+    (points, unsealed)
 }
 
 /// Inputs reached from a source through streams and confluent paths, ignoring joins with
 /// other streams (an over-approximation of where its seal can arrive). Streams that declare
-/// their own seal replace the label, so the walk stops there.
-fn reached_inputs(df: &Dataflow, source: SourceId) -> BTreeSet<IfaceId> {
-    let mut seen: BTreeSet<IfaceId> = BTreeSet::new();
+/// their own seal replace the label, so the walk stops there. `seen` is scratch space, all
+/// false on entry and on return.
+fn reached_inputs(df: &Dataflow, source: SourceId, seen: &mut [bool]) -> Vec<IfaceId> {
+    let mut out: Vec<IfaceId> = Vec::new();
     let mut stack: Vec<IfaceId> = Vec::new();
     let follow = |streams: &[crate::graph::StreamId], stack: &mut Vec<IfaceId>| {
         for s in streams {
@@ -539,9 +574,10 @@ fn reached_inputs(df: &Dataflow, source: SourceId) -> BTreeSet<IfaceId> {
     };
     follow(&df.sources[source.index()].streams, &mut stack);
     while let Some(i) = stack.pop() {
-        if !seen.insert(i) {
+        if std::mem::replace(&mut seen[i.index()], true) {
             continue;
         }
+        out.push(i);
         let c = df.component(df.iface(i).component);
         for p in c
             .paths
@@ -551,7 +587,10 @@ fn reached_inputs(df: &Dataflow, source: SourceId) -> BTreeSet<IfaceId> {
             follow(&df.iface(p.output).streams, &mut stack);
         }
     }
-    seen
+    for i in &out {
+        seen[i.index()] = false;
+    }
+    out
 }
 
 /// Every candidate mechanism, cheapest first (ties in a fixed order: seals, keyed, global, by
@@ -585,34 +624,46 @@ fn candidates_with(
         }
     }
     if allowed.seal {
+        // The points of order a seal arriving at each input could fix: an `OW` point at its
+        // own input, an `OR` point at every writing input of its component.
+        let mut at_input: Vec<Vec<usize>> = vec![Vec::new(); df.ifaces.len()];
+        for (pi, p) in base.points.iter().enumerate() {
+            let c = df.component(p.component);
+            let path = &c.paths[p.path];
+            match (p.kind, path.annotation) {
+                (PointKind::Taint, Annotation::OW) => at_input[path.input.index()].push(pi),
+                (PointKind::NdRead, _) => {
+                    for w in c.paths.iter().filter(|w| w.annotation.writes()) {
+                        at_input[w.input.index()].push(pi);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut seen = vec![false; df.ifaces.len()];
         for (si, src) in df.sources.iter().enumerate() {
             if src.seal.is_some() {
                 continue;
             }
             let sid = SourceId(si as u32);
-            let reached = reached_inputs(df, sid);
+            let reached = reached_inputs(df, sid, &mut seen);
+            let mut points: Vec<usize> = reached
+                .iter()
+                .flat_map(|i| at_input[i.index()].iter().copied())
+                .collect();
+            points.sort_unstable();
+            points.dedup();
             let mut seen_keys = BTreeSet::new();
             for &key in &src.sealable {
                 if !seen_keys.insert(key) {
                     continue;
                 }
                 let mut consumers: BTreeSet<String> = BTreeSet::new();
-                for p in &base.points {
+                for &pi in &points {
+                    let p = &base.points[pi];
                     let c = df.component(p.component);
-                    let path = &c.paths[p.path];
-                    let gate = path.gate.unwrap_or(Gate::Star);
-                    if !gate.compatible(key, keys) {
-                        continue;
-                    }
-                    let hit = match (p.kind, path.annotation) {
-                        (PointKind::Taint, Annotation::OW) => reached.contains(&path.input),
-                        (PointKind::NdRead, _) => c
-                            .paths
-                            .iter()
-                            .any(|w| w.annotation.writes() && reached.contains(&w.input)),
-                        _ => false,
-                    };
-                    if hit {
+                    let gate = c.paths[p.path].gate.unwrap_or(Gate::Star);
+                    if gate.compatible(key, keys) {
                         consumers.insert(c.name.clone());
                     }
                 }
@@ -705,89 +756,227 @@ fn total_cost(cands: &[Candidate], idx: &[usize]) -> u32 {
     idx.iter().map(|&i| cands[i].cost).sum()
 }
 
-/// One greedy step: the new set of chosen candidates and what it gains for what it costs.
-struct Move {
-    benefit: u64,
-    delta: u64,
-    next: Vec<usize>,
-    score: (usize, usize, usize),
+/// Failing sinks dominate; then a point of order weighs as much as one unsealed arrival
+/// (removing a point also removes its arrivals), so that a cheap seal that is half of a fix
+/// can beat a dearer order that fixes one point outright.
+fn weight(s: Score) -> u64 {
+    s.0 as u64 * 1_000_000_000 + s.1 as u64 + s.2 as u64
 }
 
-/// Greedy: repeatedly take the move (add a candidate, replacing one it conflicts with) that
-/// lowers the score (failing sinks; points of order plus unsealed arrivals at them) the most
-/// per unit of added cost.
-///
-/// Lazy evaluation: a candidate's gain ratio from an earlier round is kept as an estimate,
-/// candidates are tried best estimate first, and a round stops as soon as the best fresh
-/// ratio is at least the next estimate. Gains rarely grow as the plan grows, so this usually
-/// takes the same step as trying every candidate, at a fraction of the analyses (on a
-/// 1000-component spec, thousands instead of a hundred thousand). Where a gain did grow, the
-/// step is still a valid, verified move; only its greediness is approximate.
-fn greedy(ev: &mut Evaluator, cands: &[Candidate], start: Vec<usize>) -> Option<Vec<usize>> {
-    let mut chosen: Vec<usize> = start;
-    let mut score = ev.score(&choices_of(cands, &chosen));
-    // Failing sinks dominate; then a point of order weighs as much as one unsealed arrival
-    // (removing a point also removes its arrivals), so that a cheap seal that is half of a
-    // fix can beat a dearer order that fixes one point outright.
-    let weight = |s: (usize, usize, usize)| s.0 * 1_000_000_000 + s.1 + s.2;
-    // `a/b > c/d` for ratios with positive denominators; `None` is an unknown (infinite)
-    // estimate.
-    let above = |x: Option<(u64, u64)>, y: (u64, u64)| x.is_none_or(|(b, d)| b * y.1 > y.0 * d);
-    let mut estimate: Vec<Option<(u64, u64)>> = vec![None; cands.len()];
-    while score.0 > 0 {
-        let mut order: Vec<usize> = (0..cands.len()).filter(|i| !chosen.contains(i)).collect();
-        // Best estimate first (unknown first), ties by candidate order: deterministic.
-        order.sort_by(|&i, &j| match (estimate[i], estimate[j]) {
-            (None, None) => i.cmp(&j),
-            (None, Some(_)) => std::cmp::Ordering::Less,
-            (Some(_), None) => std::cmp::Ordering::Greater,
-            (Some((b1, d1)), Some((b2, d2))) => (b2 * d1).cmp(&(b1 * d2)).then(i.cmp(&j)),
-        });
-        let mut best: Option<Move> = None;
-        for i in order {
-            if let Some(m) = &best
-                && !above(estimate[i], (m.benefit, m.delta))
-            {
-                break;
+/// A candidate in the lazy greedy's heap: its gain per unit of cost as last evaluated
+/// (`None`: never evaluated, which sorts first), and the round that evaluation was made in.
+/// Ties go to the lower candidate index, so the search is deterministic.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    gain: Option<(u64, u64)>,
+    index: usize,
+    round: usize,
+}
+
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        let by_gain = match (self.gain, other.gain) {
+            (None, None) => Ordering::Equal,
+            (None, Some(_)) => Ordering::Greater,
+            (Some(_), None) => Ordering::Less,
+            (Some((b1, d1)), Some((b2, d2))) => {
+                (u128::from(b1) * u128::from(d2)).cmp(&(u128::from(b2) * u128::from(d1)))
             }
-            let mut next: Vec<usize> = chosen
-                .iter()
-                .copied()
-                .filter(|&j| !cands[j].choice.conflicts(cands[i].choice))
-                .collect();
-            next.push(i);
-            let s = ev.score(&choices_of(cands, &next));
-            let delta =
-                (total_cost(cands, &next) as i64 - total_cost(cands, &chosen) as i64).max(1) as u64;
-            if weight(s) >= weight(score) {
-                estimate[i] = Some((0, delta));
+        };
+        by_gain.then(other.index.cmp(&self.index))
+    }
+}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Entry {}
+
+/// Whether choice `a` protects strictly more than `b` on the same source or component: a
+/// global order more than a keyed one, an order or seal by fewer keys more than by more
+/// (an order by K protects every gate containing K; a seal by K is compatible with every
+/// gate containing K).
+fn stronger(df: &Dataflow, a: Choice, b: Choice) -> bool {
+    match (a, b) {
+        (Choice::Order { order: x, .. }, Choice::Order { order: y, .. }) => match (x, y) {
+            (Order::Global, Order::Keys(_)) => true,
+            (Order::Keys(k), Order::Keys(l)) => k != l && df.keys.is_subset(k, l),
+            _ => false,
+        },
+        (Choice::AddSeal { key: k, .. }, Choice::AddSeal { key: l, .. }) => {
+            k != l && df.keys.is_subset(k, l)
+        }
+        _ => false,
+    }
+}
+
+/// Which chosen candidate sits on each source and component: a new choice there replaces it.
+struct Slots {
+    source: Vec<Option<usize>>,
+    component: Vec<Option<usize>>,
+}
+
+impl Slots {
+    fn new(df: &Dataflow) -> Self {
+        Slots {
+            source: vec![None; df.sources.len()],
+            component: vec![None; df.components.len()],
+        }
+    }
+
+    fn get(&self, choice: Choice) -> Option<usize> {
+        match choice {
+            Choice::AddSeal { source, .. } => self.source[source.index()],
+            Choice::Order { component, .. } => self.component[component.index()],
+        }
+    }
+
+    fn slot(&mut self, choice: Choice) -> &mut Option<usize> {
+        match choice {
+            Choice::AddSeal { source, .. } => &mut self.source[source.index()],
+            Choice::Order { component, .. } => &mut self.component[component.index()],
+        }
+    }
+}
+
+/// Greedy: repeatedly take the move (add a candidate, replacing the one on the same source or
+/// component) that lowers the [`weight`] of the score the most per unit of added cost.
+///
+/// Lazy evaluation: a candidate's gain ratio from an earlier round is kept as an estimate in
+/// a max-heap; the top is re-evaluated until the top is fresh (evaluated this round), which
+/// is then the best move. Gains rarely grow as the plan grows, so this usually takes the same
+/// step as trying every candidate, at a fraction of the evaluations. Where a gain did grow,
+/// the step is still a valid, verified move; only its greediness is approximate. Every move
+/// lowers the weight, so the search ends.
+///
+/// Moves are evaluated and taken on over-approximate labels ([`Labeling::set_exact`]): a cycle
+/// may keep a label it only held up by itself, so a gain can be underestimated but never
+/// overestimated, and "every sink is safe" is proven when reached. When no move seems to
+/// gain, the labels are made exact and every estimate refreshed; then, still stuck, the
+/// estimates are refreshed with exact trials before the search gives up.
+fn greedy(lab: &mut Labeling, cands: &[Candidate], start: &[usize]) -> Option<Vec<usize>> {
+    let origin = lab.checkpoint();
+    lab.set_exact(false);
+    let mut slots = Slots::new(lab.dataflow());
+    let mut chosen = vec![false; cands.len()];
+    for &i in start {
+        lab.apply(cands[i].choice);
+        if let Some(old) = slots.slot(cands[i].choice).replace(i) {
+            chosen[old] = false;
+        }
+        chosen[i] = true;
+    }
+    let mut score = lab.score();
+    let mut heap: std::collections::BinaryHeap<Entry> = (0..cands.len())
+        .filter(|&i| !chosen[i])
+        .map(|index| Entry {
+            gain: None,
+            index,
+            round: 0,
+        })
+        .collect();
+    let mut round = 1;
+    let mut stuck = 0;
+    let mut found = true;
+    // What moving to candidate `i` gains (lower weight) for what it adds to the cost.
+    let gain = |lab: &mut Labeling, slots: &Slots, score: Score, i: usize| {
+        let choice = cands[i].choice;
+        let replaced = slots.get(choice);
+        let delta = (i64::from(cands[i].cost) - i64::from(replaced.map_or(0, |j| cands[j].cost)))
+            .max(1) as u64;
+        // A weaker replacement only raises labels (monotonicity): it cannot gain.
+        if let Some(j) = replaced
+            && stronger(lab.dataflow(), cands[j].choice, choice)
+        {
+            return (0, delta);
+        }
+        let s = lab.trial(choice);
+        (weight(score).saturating_sub(weight(s)), delta)
+    };
+    while score.0 > 0 {
+        let Some(top) = heap.pop() else {
+            found = false;
+            break;
+        };
+        let i = top.index;
+        if chosen[i] {
+            continue;
+        }
+        let choice = cands[i].choice;
+        if top.round == round {
+            if top.gain.is_none_or(|(b, _)| b == 0) {
+                // The best fresh move gains nothing. Estimates of nothing may be outdated
+                // or underestimated: sharpen the labels, then the trials, re-evaluating
+                // every estimate each time, before giving up.
+                match stuck {
+                    0 => {
+                        lab.reanchor();
+                        score = lab.score();
+                        if score.0 == 0 {
+                            break;
+                        }
+                    }
+                    1 => lab.set_exact(true),
+                    _ => {
+                        found = false;
+                        break;
+                    }
+                }
+                stuck += 1;
+                round += 1;
+                heap = std::mem::take(&mut heap)
+                    .into_iter()
+                    .chain([top])
+                    .filter(|e| !chosen[e.index])
+                    .map(|e| Entry {
+                        gain: Some(gain(lab, &slots, score, e.index)),
+                        index: e.index,
+                        round,
+                    })
+                    .collect();
                 continue;
             }
-            let benefit = (weight(score) - weight(s)) as u64;
-            estimate[i] = Some((benefit, delta));
-            // First best wins ties.
-            if best
-                .as_ref()
-                .is_none_or(|m| benefit * m.delta > m.benefit * delta)
-            {
-                best = Some(Move {
-                    benefit,
-                    delta,
-                    next,
-                    score: s,
+            lab.apply(choice);
+            chosen[i] = true;
+            if let Some(old) = slots.slot(choice).replace(i) {
+                chosen[old] = false;
+                heap.push(Entry {
+                    gain: None,
+                    index: old,
+                    round: 0,
                 });
             }
+            score = lab.score();
+            round += 1;
+            stuck = 0;
+            lab.set_exact(false);
+            continue;
         }
-        let m = best?;
-        chosen = m.next;
-        score = m.score;
+        heap.push(Entry {
+            gain: Some(gain(lab, &slots, score, i)),
+            index: i,
+            round,
+        });
     }
-    Some(chosen)
+    let out: Vec<usize> = (0..cands.len()).filter(|&i| chosen[i]).collect();
+    lab.rollback(origin);
+    lab.set_exact(true);
+    found.then_some(out)
 }
 
 /// Exact branch and bound over include/exclude decisions, candidates in cost order.
 struct Bb<'a> {
-    ev: &'a mut Evaluator,
+    lab: &'a mut Labeling,
     cands: &'a [Candidate],
     conflicts: Vec<u64>,
     memo: HashMap<u64, bool>,
@@ -805,25 +994,25 @@ impl Bb<'_> {
         if let Some(&f) = self.memo.get(&mask) {
             return f;
         }
-        if self.ev.evaluations >= self.budget {
+        if self.lab.evaluations >= self.budget {
             self.aborted = true;
             return false;
         }
         let f = self
-            .ev
+            .lab
             .feasible(&choices_of(self.cands, &Self::indices(mask)));
         self.memo.insert(mask, f);
         f
     }
 
     fn bound_feasible(&mut self, mask: u64) -> bool {
-        if self.ev.evaluations >= self.budget {
+        if self.lab.evaluations >= self.budget {
             self.aborted = true;
             return false;
         }
         let all = choices_of(self.cands, &Self::indices(mask));
-        let ub = self.ev.upper_bound(&all);
-        self.ev.feasible(&ub)
+        let ub = upper_bound(self.lab.keys_mut(), &all);
+        self.lab.feasible(&ub)
     }
 
     fn go(&mut self, idx: usize, chosen: u64, cost: u32, excluded: u64) {
@@ -865,7 +1054,7 @@ impl Bb<'_> {
 }
 
 fn exact(
-    ev: &mut Evaluator,
+    lab: &mut Labeling,
     cands: &[Candidate],
     seed: Option<&[usize]>,
     budget: usize,
@@ -887,7 +1076,7 @@ fn exact(
         )
     });
     let mut bb = Bb {
-        ev,
+        lab,
         cands,
         conflicts,
         memo: HashMap::new(),
@@ -902,18 +1091,33 @@ fn exact(
     Some(bb.best.map(|(_, m)| Bb::indices(m)))
 }
 
-/// Drops mechanisms (dearest first) whose removal keeps every sink safe.
-fn irredundant(ev: &mut Evaluator, cands: &[Candidate], mut idx: Vec<usize>) -> Vec<usize> {
+/// Drops mechanisms (dearest first) whose removal keeps every sink safe. `idx` must be a
+/// feasible set of candidates, one per source and component.
+fn irredundant(lab: &mut Labeling, cands: &[Candidate], mut idx: Vec<usize>) -> Vec<usize> {
+    let origin = lab.checkpoint();
+    apply_all(lab, &choices_of(cands, &idx));
     let mut order = idx.clone();
     order.sort_by_key(|&i| std::cmp::Reverse((cands[i].cost, i)));
+    let mut dropped = vec![false; cands.len()];
     for i in order {
-        let without: Vec<usize> = idx.iter().copied().filter(|&j| j != i).collect();
-        if ev.feasible(&choices_of(cands, &without)) {
-            idx = without;
-        }
+        dropped[i] = lab.revert_if_safe(cands[i].choice);
     }
+    lab.rollback(origin);
+    lab.set_exact(true);
+    idx.retain(|&i| !dropped[i]);
     idx.sort_unstable();
     idx
+}
+
+/// Applies `choices` and leaves the labels exact, in a mode where removing one of them again
+/// is evaluated exactly without re-solving cycles (it only raises labels; see
+/// [`Labeling::set_exact`]): cheap for the irredundancy pass and the explanations.
+fn apply_all(lab: &mut Labeling, choices: &[Choice]) {
+    lab.set_exact(false);
+    for &c in choices {
+        lab.apply(c);
+    }
+    lab.reanchor();
 }
 
 /// The greedy plan: the cheaper (after irredundancy) of two greedy runs, one from nothing
@@ -921,11 +1125,13 @@ fn irredundant(ev: &mut Evaluator, cands: &[Candidate], mut idx: Vec<usize>) -> 
 /// myopic: where a point of order needs the seals of two sources, no single seal fixes
 /// anything and an order always looks better, although sealing every source (then dropping
 /// the seals that are not needed) can be much cheaper.
-fn greedy_plan(ev: &mut Evaluator, cands: &[Candidate]) -> Option<Vec<usize>> {
-    let plain = greedy(ev, cands, Vec::new()).map(|g| irredundant(ev, cands, g));
+fn greedy_plan(lab: &mut Labeling, cands: &[Candidate]) -> Option<Vec<usize>> {
+    let plain = greedy(lab, cands, &[]).map(|g| irredundant(lab, cands, g));
     let mut seals: Vec<usize> = Vec::new();
+    let mut sealed_source = vec![false; lab.dataflow().sources.len()];
     for (i, c) in cands.iter().enumerate() {
-        if c.kind() == Kind::AddSeal && !seals.iter().any(|&j| cands[j].choice.conflicts(c.choice))
+        if let Choice::AddSeal { source, .. } = c.choice
+            && !std::mem::replace(&mut sealed_source[source.index()], true)
         {
             seals.push(i);
         }
@@ -933,7 +1139,7 @@ fn greedy_plan(ev: &mut Evaluator, cands: &[Candidate]) -> Option<Vec<usize>> {
     if seals.is_empty() {
         return plain;
     }
-    let sealed = greedy(ev, cands, seals).map(|g| irredundant(ev, cands, g));
+    let sealed = greedy(lab, cands, &seals).map(|g| irredundant(lab, cands, g));
     match (plain, sealed) {
         (Some(a), Some(b)) if total_cost(cands, &b) < total_cost(cands, &a) => Some(b),
         (Some(a), _) => Some(a),
@@ -941,18 +1147,18 @@ fn greedy_plan(ev: &mut Evaluator, cands: &[Candidate]) -> Option<Vec<usize>> {
     }
 }
 
-fn search(ev: &mut Evaluator, cands: &[Candidate], options: &Options) -> Option<Chosen> {
-    let greedy_plan = greedy_plan(ev, cands);
+fn search(lab: &mut Labeling, cands: &[Candidate], options: &Options) -> Option<Chosen> {
+    let greedy_plan = greedy_plan(lab, cands);
     if cands.len() > options.exact_limit.min(63) {
         return greedy_plan.map(|indices| Chosen {
             indices,
             mode: SearchMode::Greedy,
         });
     }
-    let budget = ev.evaluations + options.evaluation_budget;
-    match exact(ev, cands, greedy_plan.as_deref(), budget) {
+    let budget = lab.evaluations + options.evaluation_budget;
+    match exact(lab, cands, greedy_plan.as_deref(), budget) {
         Some(found) => found.map(|indices| Chosen {
-            indices: irredundant(ev, cands, indices),
+            indices: irredundant(lab, cands, indices),
             mode: SearchMode::Exact,
         }),
         None => greedy_plan.map(|indices| Chosen {
@@ -962,29 +1168,21 @@ fn search(ev: &mut Evaluator, cands: &[Candidate], options: &Options) -> Option<
     }
 }
 
-fn point_ref(df: &Dataflow, p: &analysis::PointOfOrder) -> PointRef {
-    let c = df.component(p.component);
-    let path = &c.paths[p.path];
+fn point_ref(df: &Dataflow, component: CompId, path: usize, kind: PointKind) -> PointRef {
+    let c = df.component(component);
+    let path = &c.paths[path];
     PointRef {
         component: c.name.clone(),
         input: df.iface(path.input).name.clone(),
         output: df.iface(path.output).name.clone(),
         annotation: path.annotation.as_str(),
         gate: path.gate.map(|g| g.names(&df.keys)).unwrap_or_default(),
-        kind: p.kind.as_str(),
+        kind: kind.as_str(),
     }
 }
 
 fn label_text(df: &Dataflow, l: Option<Label>) -> String {
     l.map_or_else(|| "Unreached".to_string(), |l| l.display(&df.keys))
-}
-
-fn failing_sinks(a: &analysis::Analysis, df: &Dataflow) -> BTreeSet<String> {
-    a.sinks
-        .iter()
-        .filter(|v| v.failing)
-        .map(|v| df.sinks[v.sink.index()].name.clone())
-        .collect()
 }
 
 fn barrier_list(
@@ -1066,11 +1264,14 @@ pub fn plan(df: &Dataflow, options: &Options) -> Plan {
     }
     let cands = ev.candidates(&base, options.allowed);
     result.search.candidates = cands.len();
+    // Built after the candidates (their intersections are interned in `ev`'s key table) and
+    // before `ev` applies any choice (it starts from `ev`'s current orders and seals).
+    let mut lab = Labeling::new(ev.dataflow(), options.fail_on);
     let all: Vec<Choice> = cands.iter().map(|c| c.choice).collect();
     let ub = ev.upper_bound(&all);
     let bound_ok = ev.feasible(&ub);
     let chosen = if bound_ok {
-        search(&mut ev, &cands, options)
+        search(&mut lab, &cands, options)
     } else {
         None
     };
@@ -1094,7 +1295,7 @@ pub fn plan(df: &Dataflow, options: &Options) -> Plan {
         };
         result.reasons = reasons(d, &after, options, why);
         result.sinks = sink_outcomes(d, &base, &after);
-        result.search.evaluations = ev.evaluations;
+        result.search.evaluations = ev.evaluations + lab.evaluations;
         return result;
     };
     let choices = choices_of(&cands, &chosen.indices);
@@ -1106,32 +1307,42 @@ pub fn plan(df: &Dataflow, options: &Options) -> Plan {
         result.status = Status::Unrepairable;
         result.reasons = reasons(d, &after, options, Why::Bound);
         result.sinks = sink_outcomes(d, &base, &after);
-        result.search.evaluations = ev.evaluations;
+        result.search.evaluations = ev.evaluations + lab.evaluations;
         return result;
     }
     let after_points: BTreeSet<PointRef> = after
         .points
         .iter()
-        .map(|p| point_ref(ev.dataflow(), p))
+        .map(|p| point_ref(ev.dataflow(), p.component, p.path, p.kind))
         .collect();
+    // Why each mechanism is there: what comes back when it alone is removed. Only the
+    // components the removal re-derives can change, so only they are looked at.
     let mut mechanisms = Vec::new();
+    let with_plan = lab.checkpoint();
+    apply_all(&mut lab, &choices);
     for &i in &chosen.indices {
-        let without: Vec<Choice> = chosen
-            .indices
-            .iter()
-            .filter(|&&j| j != i)
-            .map(|&j| cands[j].choice)
-            .collect();
-        let a = ev.analyze(&without);
-        let d = ev.dataflow();
-        let fixes: Vec<PointRef> = a
-            .points
-            .iter()
-            .map(|p| point_ref(d, p))
+        let cp = lab.checkpoint();
+        let complete = lab.revert_within(cands[i].choice, EXPLANATION_BUDGET);
+        let fixes: Vec<PointRef> = lab
+            .touched_since(&cp)
+            .into_iter()
+            .flat_map(|c| {
+                lab.points_of(c)
+                    .into_iter()
+                    .map(move |(path, kind)| (c, path, kind))
+            })
+            .map(|(c, path, kind)| point_ref(ev.dataflow(), c, path, kind))
             .filter(|p| !after_points.contains(p))
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
+        let failing: BTreeSet<String> = lab
+            .failing_sinks_since(&cp)
+            .into_iter()
+            .map(|k| ev.dataflow().sinks[k.index()].name.clone())
+            .collect();
+        lab.rollback(cp);
+        let d = ev.dataflow();
         let cand = &cands[i];
         let (components, source, key) = match cand.choice {
             Choice::AddSeal { source, key } => (
@@ -1156,10 +1367,13 @@ pub fn plan(df: &Dataflow, options: &Options) -> Plan {
             key,
             cost: cand.cost,
             fixes,
-            sinks: failing_sinks(&a, d).into_iter().collect(),
+            fixes_complete: complete,
+            sinks: failing.into_iter().collect(),
             runtime: runtime_text(d, cand),
         });
     }
+    lab.rollback(with_plan);
+    lab.set_exact(true);
     mechanisms.sort_by(|a, b| {
         (a.kind, &a.source, &a.components, &a.key).cmp(&(b.kind, &b.source, &b.components, &b.key))
     });
@@ -1171,7 +1385,7 @@ pub fn plan(df: &Dataflow, options: &Options) -> Plan {
     result.barrier_cost = result.barriers.iter().map(|b| b.cost).sum();
     result.sinks = sink_outcomes(d, &base, &after);
     result.search.mode = chosen.mode;
-    result.search.evaluations = ev.evaluations;
+    result.search.evaluations = ev.evaluations + lab.evaluations;
     result
 }
 
@@ -1206,7 +1420,11 @@ enum Why {
 }
 
 fn reasons(df: &Dataflow, after: &analysis::Analysis, options: &Options, why: Why) -> Vec<Reason> {
-    let points: Vec<PointRef> = after.points.iter().map(|p| point_ref(df, p)).collect();
+    let points: Vec<PointRef> = after
+        .points
+        .iter()
+        .map(|p| point_ref(df, p.component, p.path, p.kind))
+        .collect();
     let a = options.allowed;
     let mut disallowed = Vec::new();
     if !a.seal {

@@ -48,7 +48,13 @@ pub fn render(path: &str, plan: &Plan) -> String {
             Kind::GlobalOrder => format!("add `order: global` to {}", list(&m.components)),
             Kind::SealBarrier => String::new(),
         };
-        let fixes: Vec<String> = m.fixes.iter().map(point).collect();
+        let mut fixes: Vec<String> = m.fixes.iter().map(point).collect();
+        if !m.fixes_complete {
+            fixes.push(format!(
+                "and possibly more (its removal was followed through {} components)",
+                crate::plan::EXPLANATION_BUDGET
+            ));
+        }
         s.push_str(&format!(
             "  {:<13} {what} (cost {}): fixes {}; repairs {}; runtime: {}\n",
             m.kind.as_str(),

@@ -35,6 +35,7 @@ pub fn value(path: &str, plan: &Plan) -> Value {
                 "key": m.key,
                 "cost": m.cost,
                 "fixes": m.fixes.iter().map(point_json).collect::<Vec<_>>(),
+                "fixes_complete": m.fixes_complete,
                 "sinks": m.sinks,
                 "runtime": m.runtime,
             })
@@ -52,6 +53,7 @@ pub fn value(path: &str, plan: &Plan) -> Value {
             "cost": b.cost,
             "added": b.added,
             "fixes": [],
+            "fixes_complete": true,
             "sinks": [],
             "runtime": format!(
                 "{} buffers each partition of `{}` on input `{}` until {} sealed it",
