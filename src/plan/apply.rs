@@ -362,7 +362,7 @@ pub fn apply_verified(
             ));
         }
     }
-    let a = analysis::analyze(&mut df, fail_on);
+    let a = analysis::verdicts(&mut df, fail_on);
     if a.failing() {
         return Err("the edited spec still fails `blazes check`".to_string());
     }
