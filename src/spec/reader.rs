@@ -77,6 +77,26 @@ impl<T> Default for Part<T> {
 }
 
 impl<T> Part<T> {
+    /// Hands the section's diagnostics and attributes to `v`, and its items back; past its
+    /// limit, reports the limit (with the total count) and gives no items: the spec stops
+    /// there, as it did when the whole file was read first.
+    fn finish(self, v: &mut Validator, what: &str, limit: usize, flag: &str) -> Option<Vec<T>> {
+        v.diags.extend(self.diags);
+        if let Some(over) = self.over {
+            v.limit(
+                over,
+                format!(
+                    "the spec declares {} {what}, more than the limit of {limit}",
+                    self.count
+                ),
+                flag,
+            );
+            return None;
+        }
+        v.attributes.extend(self.attributes);
+        Some(self.items)
+    }
+
     /// Counts one more entry; whether it is within `limit`.
     fn within(&mut self, limit: usize) -> bool {
         self.count += 1;
@@ -270,38 +290,20 @@ impl<'t> Reader<'t> {
                 v.push(d);
             }
         } else {
+            let limit = v.limits.max_components;
             let components = std::mem::take(&mut self.components);
-            v.diags.extend(components.diags);
-            if let Some(over) = components.over {
-                v.limit(
-                    over,
-                    format!(
-                        "the spec declares {} components, more than the limit of {}",
-                        components.count, v.limits.max_components
-                    ),
-                    "--max-components",
-                );
+            let Some(items) = components.finish(v, "components", limit, "--max-components") else {
                 return;
-            }
-            v.attributes.extend(components.attributes);
-            spec.components = components.items;
+            };
+            spec.components = items;
         }
 
+        let limit = v.limits.max_streams;
         let streams = std::mem::take(&mut self.streams);
-        v.diags.extend(streams.diags);
-        if let Some(over) = streams.over {
-            v.limit(
-                over,
-                format!(
-                    "the spec declares {} streams, more than the limit of {}",
-                    streams.count, v.limits.max_streams
-                ),
-                "--max-streams",
-            );
+        let Some(items) = streams.finish(v, "streams", limit, "--max-streams") else {
             return;
-        }
-        v.attributes.extend(streams.attributes);
-        spec.streams = streams.items;
+        };
+        spec.streams = items;
 
         let sinks = std::mem::take(&mut self.sinks);
         v.diags.extend(sinks.diags);
