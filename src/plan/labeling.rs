@@ -252,15 +252,21 @@ impl Labeling {
     /// Counts one evaluation: whether every sink is safe with `choices` applied on top of the
     /// current state (later ones win on the same source or component).
     pub fn feasible(&mut self, choices: &[Choice]) -> bool {
+        self.score_with(choices).0 == 0
+    }
+
+    /// Counts one evaluation: the score with `choices` applied on top of the current state,
+    /// which is then restored.
+    fn score_with(&mut self, choices: &[Choice]) -> Score {
         self.evaluations += 1;
         let cp = self.checkpoint();
         for &c in choices {
             self.set_choice(c);
         }
         self.settle();
-        let ok = self.score.0 == 0;
+        let s = self.score;
         self.rollback(cp);
-        ok
+        s
     }
 
     fn set_choice(&mut self, choice: Choice) {
@@ -291,15 +297,10 @@ impl Labeling {
         }
     }
 
-    /// Counts one trial evaluation: apply `choice` on top of the current state, read the
-    /// score, and undo.
+    /// Counts one trial evaluation: the score with `choice` applied on top of the current
+    /// state, which is then restored.
     pub fn trial(&mut self, choice: Choice) -> Score {
-        self.evaluations += 1;
-        let cp = self.checkpoint();
-        self.apply(choice);
-        let s = self.score;
-        self.rollback(cp);
-        s
+        self.score_with(&[choice])
     }
 
     fn fails(&self, k: usize) -> bool {
@@ -577,10 +578,9 @@ impl Labeling {
     /// until nothing changes, then the results leave the cycle.
     fn rederive_cycle(&mut self, scc: u32) {
         let (start, end) = self.scc_range(scc);
-        for m in start..end {
-            if !self.reset_cycles {
-                break;
-            }
+        // The negative control (`without_cycle_reset`) skips the reset: no members to reset.
+        let reset_end = if self.reset_cycles { end } else { start };
+        for m in start..reset_end {
             let c = self.scc_list[m];
             for k in 0..self.df.components[c.index()].outputs.len() {
                 let o = self.df.components[c.index()].outputs[k];
