@@ -20,26 +20,7 @@ use crate::graph::{
 };
 use crate::label::{Annotation, Gate, KeySet, Keys, Label, Tolerance, join_opt};
 
-/// How bad a sink's label must be before `check` fails (`--fail-on`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum FailOn {
-    #[default]
-    Run,
-    Inst,
-    Diverge,
-    Never,
-}
-
-impl FailOn {
-    pub fn fails(self, l: Label) -> bool {
-        match self {
-            FailOn::Run => l.rank() >= 2,
-            FailOn::Inst => l.rank() >= 3,
-            FailOn::Diverge => l.rank() >= 4,
-            FailOn::Never => false,
-        }
-    }
-}
+pub use crate::label::FailOn;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PointKind {
@@ -136,6 +117,7 @@ pub fn analyze_with(df: &mut Dataflow, fail_on: FailOn, chain_notes: bool) -> An
         &a.points,
         &a.sinks,
         chain_notes,
+        fail_on,
         &mut diagnostics,
     );
     warnings(df, &a.labels, &mut diagnostics);
@@ -155,7 +137,7 @@ pub fn verdicts(df: &mut Dataflow, fail_on: FailOn) -> Analysis {
         .enumerate()
         .map(|(i, s)| {
             let label = labels.sink[i];
-            let failing = label.is_some_and(|l| fail_on.fails(l) && !s.tolerate.accepts(l));
+            let failing = label.is_some_and(|l| s.fails(l, fail_on));
             SinkVerdict {
                 sink: SinkId(i as u32),
                 label,
@@ -297,12 +279,10 @@ pub fn reconcile(c: &Component, k: Contribution) -> Label {
         } else {
             Label::Run
         };
-        // [ours, from the reference's POOR oracle] an Inst stream written into state is
-        // consumed by the write: the output carries the Taint's label (Run on a single
-        // instance, Diverge on replicas), not the transient Inst it was made of.
-        if rank_floor == Label::Inst {
-            rank_floor = tainted;
-        }
+        // The written input passes through as well (rule 2): an Inst written by one instance
+        // stays Inst (the worst of Inst and the taint's Run). Consuming it into the taint's
+        // Run would make writing an Inst stream look better than forwarding it, which breaks
+        // the annotation monotonicity law.
         rank_floor = worse(rank_floor, tainted);
     }
     if k.ndread {
@@ -763,6 +743,7 @@ fn findings(
     points: &[PointOfOrder],
     sinks: &[SinkVerdict],
     chain_notes: bool,
+    fail_on: FailOn,
     out: &mut Vec<Diagnostic>,
 ) {
     let chained = |d: Diagnostic, chain: &[StreamId]| match chain_notes {
@@ -860,9 +841,14 @@ fn findings(
     for v in sinks.iter().filter(|v| v.failing) {
         let sink = &df.sinks[v.sink.index()];
         let l = show(v.label, &df.keys);
-        let tol = match sink.tolerate {
-            Tolerance::Async => "Async or Seal".to_string(),
-            t => format!("at worst {}", t.as_str()),
+        let tol = match (sink.tolerate, fail_on) {
+            (Some(Tolerance::Async), _) | (None, FailOn::Run | FailOn::Never) => {
+                "Async or Seal".to_string()
+            }
+            (Some(t), _) => format!("at worst {}", t.as_str()),
+            // No declaration: `--fail-on` raised the threshold.
+            (None, FailOn::Inst) => "at worst Run (`--fail-on inst`)".to_string(),
+            (None, FailOn::Diverge) => "at worst Inst (`--fail-on diverge`)".to_string(),
         };
         let chain = match sink.implicit {
             Some(o) => {

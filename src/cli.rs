@@ -148,7 +148,8 @@ pub struct CheckArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
-    /// How bad a sink's label must be to fail the check (a sink's own `tolerate` still wins).
+    /// How bad the label of a sink that declares no `tolerate:` must be to fail the check; a
+    /// sink's own `tolerate:` decides alone, whatever this says.
     #[arg(long, value_enum, default_value_t = FailOnArg::Run)]
     pub fail_on: FailOnArg,
     /// Colour in human output.
@@ -556,7 +557,8 @@ pub struct PlanArgs {
     /// Allow writing the plan into SPEC itself (alone, it means `--apply SPEC`).
     #[arg(long)]
     pub in_place: bool,
-    /// How bad a sink's label must be to need repair (a sink's own `tolerate` still wins).
+    /// How bad the label of a sink that declares no `tolerate:` must be to need repair; a
+    /// sink's own `tolerate:` decides alone, whatever this says.
     #[arg(long, value_enum, default_value_t = FailOnArg::Run)]
     pub fail_on: FailOnArg,
     /// Mechanisms the plan may add, comma-separated (e.g. `--allow seal,keyed` for a runtime

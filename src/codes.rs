@@ -54,15 +54,17 @@ or order the component's inputs (`order: [keys]` within the gate, or `order: glo
     INST_WRITE = "C003", "transient-write", Error,
     "a state-writing path receives a transiently inconsistent (Inst) stream",
     "A `CW` (or ordered `OW`) path writes into state a stream whose replicas disagree for a \
-while (`Inst`). The transient disagreement becomes permanent once written: `Taint`, which is \
-`Diverge` on a replicated component and `Run` otherwise. The cause is upstream: fix the point \
-of order that makes the stream `Inst` (usually an unprotected read on a replicated component).";
+while (`Inst`). On a replicated component the transient disagreement becomes permanent once \
+written: its output is `Diverge`. On a single instance the written state depends on the run, \
+and the `Inst` itself passes on: its output is `Inst`, never better than forwarding the stream \
+would give. The cause is upstream: fix the point of order that makes the stream `Inst` \
+(usually an unprotected read on a replicated component).";
 
     UNSAFE_SINK = "C004", "unsafe-sink", Error,
     "a sink receives a label worse than it tolerates",
     "Each sink accepts deterministic contents (`Seal`, `Async`) unless it declares \
-`tolerate: Run|Inst|Diverge`. `--fail-on` sets how bad a label must be before it fails \
-(default `run`). This is the finding that sets exit code 1; the points of order upstream of the \
+`tolerate: Run|Inst|Diverge`. A declared tolerance decides alone; `--fail-on` sets how bad \
+the label of a sink without one must be before it fails (default `run`). This is the finding that sets exit code 1; the points of order upstream of the \
 sink (C001-C003) say where coordination is missing.";
 
     IMPLICIT_SOURCE = "C005", "implicit-source", Warning,

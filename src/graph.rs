@@ -16,7 +16,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::codes;
 use crate::diagnostic::{Diagnostic, Span};
-use crate::label::{Annotation, Gate, KeySet, Keys, Tolerance};
+use crate::label::{Annotation, FailOn, Gate, KeySet, Keys, Label, Tolerance, sink_fails};
 use crate::spec::{self, GateDecl, KeyList, OrderDecl, Spec};
 
 macro_rules! id {
@@ -109,10 +109,23 @@ pub struct Source {
 pub struct Sink {
     pub name: String,
     pub span: Span,
-    pub tolerate: Tolerance,
+    /// The declared `tolerate:`, if any (see [`Sink::tolerance`]).
+    pub tolerate: Option<Tolerance>,
     /// `Some` for the implicit sink of an output that no stream leaves.
     pub implicit: Option<IfaceId>,
     pub streams: Vec<StreamId>,
+}
+
+impl Sink {
+    /// The worst label the sink accepts by its own declaration: `Async` when it declares none.
+    pub fn tolerance(&self) -> Tolerance {
+        self.tolerate.unwrap_or(Tolerance::Async)
+    }
+
+    /// Whether receiving `l` fails the sink: see [`sink_fails`].
+    pub fn fails(&self, l: Label, fail_on: FailOn) -> bool {
+        sink_fails(self.tolerate, fail_on, l)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -333,7 +346,7 @@ impl Builder {
             sinks.push(Sink {
                 name: s.name.text,
                 span: s.name.span,
-                tolerate: s.tolerate.map_or(Tolerance::Async, |(t, _)| t),
+                tolerate: s.tolerate.map(|(t, _)| t),
                 implicit: None,
                 streams: Vec::new(),
             });
@@ -384,7 +397,7 @@ impl Builder {
                 sinks.push(Sink {
                     name: format!("{}.{}", components[f.component.index()].name, f.name),
                     span: f.span,
-                    tolerate: Tolerance::Async,
+                    tolerate: None,
                     implicit: Some(IfaceId(i as u32)),
                     streams: Vec::new(),
                 });

@@ -351,3 +351,45 @@ impl Tolerance {
         l.rank() <= self.rank()
     }
 }
+
+/// How bad the label of a sink that declares no `tolerate:` must be before `check` fails
+/// (`--fail-on`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FailOn {
+    #[default]
+    Run,
+    Inst,
+    Diverge,
+    Never,
+}
+
+impl FailOn {
+    pub fn fails(self, l: Label) -> bool {
+        match self {
+            FailOn::Run => l.rank() >= 2,
+            FailOn::Inst => l.rank() >= 3,
+            FailOn::Diverge => l.rank() >= 4,
+            FailOn::Never => false,
+        }
+    }
+
+    /// The flag's value as the user writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailOn::Run => "run",
+            FailOn::Inst => "inst",
+            FailOn::Diverge => "diverge",
+            FailOn::Never => "never",
+        }
+    }
+}
+
+/// Whether a sink fails on label `l`. A declared `tolerate:` is the spec author's contract and
+/// decides alone, whatever `--fail-on` says; `--fail-on` sets the threshold of the sinks that
+/// declare none (whose default tolerance is `Async`).
+pub fn sink_fails(declared: Option<Tolerance>, fail_on: FailOn, l: Label) -> bool {
+    match declared {
+        Some(t) => !t.accepts(l),
+        None => fail_on.fails(l) && !Tolerance::Async.accepts(l),
+    }
+}

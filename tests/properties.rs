@@ -234,3 +234,200 @@ fn keyed_order_covers_gates_that_contain_its_keys() {
     );
     assert_eq!(c.paths[0].annotation, Annotation::OW);
 }
+
+// The annotation monotonicity law (section 5 of the label algebra): for the same inputs,
+// replacing a path's annotation by a more order-sensitive one (CR -> CW -> OW(g), CR -> OR(g),
+// a gate by a smaller one) never makes any label better.
+
+/// Every label over the attributes the one-component dataflows use.
+fn all_labels(keys: &mut Keys) -> Vec<Label> {
+    let mut v = vec![
+        Label::Seal(KeySet::EMPTY),
+        Label::Seal(keys.set_of(["k1"])),
+        Label::Seal(keys.set_of(["k2"])),
+        Label::Seal(keys.set_of(["k1", "k2"])),
+    ];
+    v.extend([Label::Async, Label::Run, Label::Inst, Label::Diverge]);
+    v
+}
+
+/// Pairs (weaker, stronger) of annotations with their gates: each step of the law, and the
+/// transitive ones.
+const STRENGTHENINGS: &[(&str, &str)] = &[
+    ("CR", "CW"),
+    ("CR", "OW, gate: [k1, k2]"),
+    ("CR", "OR, gate: [k1, k2]"),
+    ("CR", "OR, gate: \"*\""),
+    ("CW", "OW, gate: [k1, k2]"),
+    ("CW", "OW, gate: [k1]"),
+    ("CW", "OW, gate: \"*\""),
+    ("OW, gate: [k1, k2]", "OW, gate: [k1]"),
+    ("OW, gate: [k1]", "OW, gate: \"*\""),
+    ("OR, gate: [k1, k2]", "OR, gate: [k1]"),
+    ("OR, gate: [k1]", "OR, gate: \"*\""),
+];
+
+/// Component `C` with the weaker path `in -> a`, the stronger path `in -> b` (same input, so
+/// the same label reaches both) and a writing path `w -> c` whose input protects reads (or not).
+fn weaker_and_stronger(weaker: &str, stronger: &str, replicated: bool, order: &str) -> Dataflow {
+    let text = format!(
+        "components:\n  C:\n    replicated: {replicated}\n{order}    paths:\n      - {{ from: in, to: a, label: {weaker} }}\n      - {{ from: in, to: b, label: {stronger} }}\n      - {{ from: w, to: c, label: CW }}\n"
+    );
+    let r = check::check_bytes("t.yaml", text.as_bytes(), &check::Options::default());
+    match r.outcome {
+        Outcome::Analysed(a) => a.dataflow,
+        Outcome::Invalid(d) => panic!("{text}\n{d:?}"),
+    }
+}
+
+/// Checks the law for every strengthening, input label, writer label, replication and order,
+/// with `reconcile` as the reconciliation rule; returns the first violation.
+fn annotation_law_violation(
+    reconcile: fn(&blazes::graph::Component, analysis::Contribution) -> Label,
+) -> Option<String> {
+    for &(weaker, stronger) in STRENGTHENINGS {
+        for replicated in [false, true] {
+            for order in ["", "    order: global\n", "    order: [k1]\n"] {
+                let mut df = weaker_and_stronger(weaker, stronger, replicated, order);
+                let labels = all_labels(&mut df.keys);
+                let c = &df.components[0];
+                let (pw, ps, w) = (&c.paths[0], &c.paths[1], c.paths[2].input);
+                for &l in &labels {
+                    for &wl in &labels {
+                        let mut iface = vec![None; df.ifaces.len()];
+                        iface[pw.input.index()] = Some(l);
+                        iface[w.index()] = Some(wl);
+                        let before = reconcile(c, contribute(&df, c, pw, l, &iface));
+                        let after = reconcile(c, contribute(&df, c, ps, l, &iface));
+                        if !before.le(after, &df.keys) {
+                            return Some(format!(
+                                "{weaker} -> {stronger} (replicated: {replicated}, order: {order:?}) fed {} with writer {}: {} became {}",
+                                l.display(&df.keys),
+                                wl.display(&df.keys),
+                                before.display(&df.keys),
+                                after.display(&df.keys)
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn the_rules_obey_the_annotation_monotonicity_law() {
+    assert_eq!(annotation_law_violation(reconcile), None);
+}
+
+/// Negative control: the rule this project used before the reference was corrected (an `Inst`
+/// written into state is consumed by the write and leaves as the taint's `Run`) breaks the law,
+/// and the exhaustive check finds it.
+#[test]
+fn the_annotation_law_catches_a_write_that_consumes_inst() {
+    fn consuming(c: &blazes::graph::Component, k: analysis::Contribution) -> Label {
+        if k.taint && k.label == Label::Inst && !c.replicated {
+            return Label::Run;
+        }
+        reconcile(c, k)
+    }
+    let found = annotation_law_violation(consuming).expect("the old rule breaks the law");
+    assert!(found.contains("fed Inst"), "{found}");
+}
+
+/// `a ⊑ b` for labels interned in two different key tables.
+fn le_across(a: Option<Label>, ka: &Keys, b: Option<Label>, kb: &Keys) -> bool {
+    match (a, b) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(Label::Seal(x)), Some(Label::Seal(y))) => {
+            let ys = kb.names(y);
+            ka.names(x).iter().all(|n| ys.contains(n))
+        }
+        (Some(x), Some(y)) => x.rank() <= y.rank(),
+    }
+}
+
+fn analysed(text: &str) -> Option<check::Analysed> {
+    match check::check_bytes("t.yaml", text.as_bytes(), &check::Options::default()).outcome {
+        Outcome::Analysed(a) => Some(*a),
+        Outcome::Invalid(_) => None,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// The law on whole random dataflows (cycles, seals, replication, orders): strengthen one
+    /// path's annotation, and no stream or sink label gets better.
+    #[test]
+    fn strengthening_a_path_never_improves_a_label(
+        spec in specgen::spec(6), which in any::<prop::sample::Index>(), how in 0usize..16,
+        readers in any::<bool>(),
+    ) {
+        let mut spec = spec;
+        if readers {
+            // Replicated readers make `Inst`, which few random specs have otherwise.
+            for c in spec.components.iter_mut().step_by(2) {
+                c.replicated = true;
+                c.paths[0].label = 2;
+            }
+        }
+        let mut stronger = spec.clone();
+        let wt = spec.yaml_in_order();
+        let weak = analysed(&wt).expect("generated specs are valid");
+        let mut paths: Vec<(usize, usize)> = spec.components.iter().enumerate()
+            .flat_map(|(c, comp)| (0..comp.paths.len()).map(move |p| (c, p)))
+            .collect();
+        // Half the cases strengthen a path fed `Inst` when there is one: the label that only
+        // an unprotected read on a replicated component makes, and the one the law is easiest
+        // to break on (a write must not turn it into something better).
+        let fed_inst: Vec<(usize, usize)> = paths.iter().copied().filter(|&(c, p)| {
+            let comp = &weak.dataflow.components[weak.dataflow.components.iter().position(|x| x.name == format!("C{c}")).unwrap()];
+            weak.analysis.labels.iface[comp.paths[p].input.index()] == Some(Label::Inst)
+        }).collect();
+        if how % 2 == 0 && !fed_inst.is_empty() {
+            paths = fed_inst;
+        }
+        let (ci, pi) = paths[which.index(paths.len())];
+        let p = &mut stronger.components[ci].paths[pi];
+        // Labels: 0 CR, 1 CW, 2 OR, 3 OW; a gate of `None` is `*`.
+        let mut options: Vec<(usize, Option<Vec<usize>>)> = Vec::new();
+        match p.label {
+            0 => {
+                options.push((1, None));
+                options.push((2, p.gate.clone()));
+                options.push((3, p.gate.clone()));
+            }
+            1 => options.push((3, p.gate.clone())),
+            _ => {}
+        }
+        if p.label >= 2 && let Some(g) = &p.gate {
+            options.push((p.label, None));
+            for drop in 0..g.len() {
+                let mut smaller = g.clone();
+                smaller.remove(drop);
+                if !smaller.is_empty() {
+                    options.push((p.label, Some(smaller)));
+                }
+            }
+        }
+        prop_assume!(!options.is_empty());
+        let (label, gate) = options[(how / 2) % options.len()].clone();
+        p.label = label;
+        p.gate = gate;
+        let st = stronger.yaml_in_order();
+        let strong = analysed(&st).expect("generated specs are valid");
+        let (kw, ks) = (&weak.dataflow.keys, &strong.dataflow.keys);
+        let (lw, ls) = (&weak.analysis.labels, &strong.analysis.labels);
+        for (i, s) in weak.dataflow.streams.iter().enumerate() {
+            prop_assert!(le_across(lw.stream[i], kw, ls.stream[i], ks),
+                "stream {} -> {} got better: {:?} -> {:?}\nweaker:\n{wt}\nstronger:\n{st}", s.from_text, s.to_text, lw.stream[i], ls.stream[i]);
+        }
+        for (i, s) in weak.dataflow.sinks.iter().enumerate() {
+            prop_assert!(le_across(lw.sink[i], kw, ls.sink[i], ks),
+                "sink {} got better\nweaker:\n{wt}\nstronger:\n{st}", s.name);
+        }
+    }
+}

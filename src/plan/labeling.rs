@@ -305,7 +305,7 @@ impl Labeling {
 
     fn fails(&self, k: usize) -> bool {
         let s = &self.df.sinks[k];
-        self.sink[k].is_some_and(|l| self.fail_on.fails(l) && !s.tolerate.accepts(l))
+        self.sink[k].is_some_and(|l| s.fails(l, self.fail_on))
     }
 
     fn set_seal(&mut self, source: SourceId, key: Option<KeySet>) {
@@ -669,10 +669,7 @@ const RUN: u8 = 2;
 /// that fails on `Run` (and so on anything above it: failing is upward closed). A walk back
 /// from those sinks along streams and paths.
 fn dooms(df: &Dataflow, fail_on: FailOn) -> Vec<bool> {
-    let fails_on_run = |k: SinkId| {
-        let s = &df.sinks[k.index()];
-        fail_on.fails(Label::Run) && !s.tolerate.accepts(Label::Run)
-    };
+    let fails_on_run = |k: SinkId| df.sinks[k.index()].fails(Label::Run, fail_on);
     let mut doomed = vec![false; df.ifaces.len()];
     let mut stack: Vec<IfaceId> = Vec::new();
     for (i, f) in df.ifaces.iter().enumerate() {

@@ -439,7 +439,7 @@ impl Evaluator {
             .sinks
             .iter()
             .zip(&labels.sink)
-            .filter(|(s, l)| l.is_some_and(|l| self.fail_on.fails(l) && !s.tolerate.accepts(l)))
+            .filter(|(s, l)| l.is_some_and(|l| s.fails(l, self.fail_on)))
             .count();
         let (mut points, mut unsealed) = (0, 0);
         for c in 0..self.df.components.len() {
@@ -1403,7 +1403,7 @@ fn sink_outcomes(
         .enumerate()
         .map(|(i, s)| SinkOutcome {
             name: s.name.clone(),
-            tolerate: s.tolerate.as_str(),
+            tolerate: s.tolerance().as_str(),
             before: label_text(df, base.sinks[i].label),
             after: label_text(df, after.sinks[i].label),
             failing_before: base.sinks[i].failing,
@@ -1455,7 +1455,7 @@ fn reasons(df: &Dataflow, after: &analysis::Analysis, options: &Options, why: Wh
                 Why::Bound => format!(
                     "with every candidate mechanism applied, `{}` still receives {label}, worse than it tolerates ({})",
                     sink.name,
-                    sink.tolerate.as_str()
+                    sink.tolerance().as_str()
                 ),
             };
             if !disallowed.is_empty() {
@@ -1474,7 +1474,7 @@ fn reasons(df: &Dataflow, after: &analysis::Analysis, options: &Options, why: Wh
             Reason {
                 sink: sink.name.clone(),
                 label,
-                tolerate: sink.tolerate.as_str(),
+                tolerate: sink.tolerance().as_str(),
                 message,
                 points: points.clone(),
             }

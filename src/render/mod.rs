@@ -21,7 +21,7 @@ use graphviz_rust::printer::{DotPrinter, PrinterContext};
 
 use crate::analysis::{Analysis, PointOfOrder};
 use crate::graph::{CompId, Consumer, Dataflow, IfaceId, Order, Producer, SourceId};
-use crate::label::{Annotation, Label, Tolerance};
+use crate::label::{Annotation, Label};
 
 /// A coordination mechanism to draw where it goes.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -501,9 +501,9 @@ fn sinks(df: &Dataflow, an: &Analysis, stmts: &mut Vec<Stmt>) {
         if s.implicit.is_some() {
             rows.push((small("implicit sink", None), None));
         }
-        if s.tolerate != Tolerance::Async {
+        if let Some(t) = s.tolerate {
             rows.push((
-                small(&format!("tolerate: {}", html(s.tolerate.as_str())), None),
+                small(&format!("tolerate: {}", html(t.as_str())), None),
                 None,
             ));
         }

@@ -193,7 +193,7 @@ fn file(r: &FileReport) -> File<'_> {
                         key,
                         label,
                         name: &s.name,
-                        tolerate: s.tolerate.as_str(),
+                        tolerate: s.tolerance().as_str(),
                     }
                 })),
                 status: if an.failing() { "findings" } else { "ok" },
