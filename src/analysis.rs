@@ -16,7 +16,7 @@ use petgraph::visit::Reversed;
 use crate::codes;
 use crate::diagnostic::{self, Diagnostic, Severity};
 use crate::graph::{
-    CompId, Component, Consumer, Dataflow, IfaceId, Path, Producer, SinkId, StreamId, Vertex,
+    CompId, Component, Consumer, Dataflow, IfaceId, Order, Path, Producer, SinkId, StreamId, Vertex,
 };
 use crate::label::{Annotation, Gate, KeySet, Keys, Label, Tolerance, join_opt};
 
@@ -724,6 +724,9 @@ fn fix_hint(df: &Dataflow, point: &PointOfOrder) -> String {
                 );
             }
         }
+        if let Some(Order::Keys(k)) = c.order {
+            return existing_order_hint(df, c, k, g);
+        }
         return format!(
             "order {}'s inputs per ({}): `order: [{}]`, or seal the input on a key within the gate",
             c.name,
@@ -735,6 +738,37 @@ fn fix_hint(df: &Dataflow, point: &PointOfOrder) -> String {
         "the gate is `*`, so only a global order helps: `order: global` on {}",
         c.name
     )
+}
+
+/// The hint for a point of order on a component whose keyed order `k` does not cover the gate
+/// `g`: why not, and the order that would (it must keep covering every gate `k` covers now).
+fn existing_order_hint(df: &Dataflow, c: &Component, k: KeySet, g: KeySet) -> String {
+    let keys = &df.keys;
+    let why = format!(
+        "{}'s `order: [{}]` does not cover the gate ({}): an order protects a path only when all its keys are in the path's gate",
+        c.name,
+        keys.display(k),
+        keys.display(g)
+    );
+    // The keys of every gate the existing order protects, and of this one.
+    let mut common: Vec<&str> = keys.names(g);
+    for p in &c.paths {
+        if let Some(pg @ Gate::Keys(pk)) = p.gate
+            && c.ordered_for(pg, keys)
+        {
+            let names = keys.names(pk);
+            common.retain(|n| names.contains(n));
+        }
+    }
+    match common.is_empty() {
+        false => format!(
+            "{why}; replace it with `order: [{}]`, or seal the input on a key within the gate",
+            common.join(", ")
+        ),
+        true => format!(
+            "{why}, and no keyed order covers both this gate and the ones it protects; use `order: global`, or seal the input on a key within the gate"
+        ),
+    }
 }
 
 fn findings(

@@ -671,6 +671,12 @@ fn run_plan(args: &PlanArgs) -> i32 {
         }
         let edited =
             crate::plan::apply::apply_verified(&report.text, &plan, &limits, options.fail_on);
+        // Rewriting an unchanged file would still bump its modification time and trigger
+        // watchers and rebuilds for nothing.
+        if args.in_place && edited.as_deref() == Ok(report.text.as_str()) {
+            eprintln!("`{}` needs no change; left as it is", o.display());
+            return EXIT_CLEAN;
+        }
         let written = edited.and_then(|t| {
             write_atomically(&o, t.as_bytes())
                 .map_err(|e| format!("cannot write `{}`: {}", o.display(), io_reason(&e)))

@@ -992,3 +992,149 @@ fn generated_fleet_with_a_giant_cycle_gets_a_verified_plan() {
     );
     check_plan(&df, &plan::Options::default(), 0);
 }
+
+/// Count with an existing `order:` and `OW` paths with the given gates (`words -> counts` is
+/// fed by an unsealed source, so every unprotected gate is a point of order).
+fn ordered_count(order: &str, gates: &[&str]) -> String {
+    let paths: String = gates
+        .iter()
+        .enumerate()
+        .map(|(i, g)| format!("      - {{ from: words, to: counts{i}, label: OW, gate: [{g}] }}\n"))
+        .collect();
+    let streams: String = (0..gates.len())
+        .map(|i| format!("  - {{ from: Count.counts{i}, to: db{i} }}\n"))
+        .collect();
+    let sinks: String = (0..gates.len())
+        .map(|i| format!("  db{i}: {{}}\n"))
+        .collect();
+    format!(
+        "name: ordered-count\nsources:\n  tweets: {{}}\ncomponents:\n  Count:\n    order: [{order}]\n    paths:\n{paths}streams:\n  - {{ from: tweets, to: Count.words }}\n{streams}sinks:\n{sinks}"
+    )
+}
+
+fn write_scratch(name: &str, text: &str) -> PathBuf {
+    let p = scratch(name).join("spec.yaml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// An order that covers no gate does not stop the planner from offering the keyed order that
+/// does: it replaces `order: [foo]` with `order: [word]` (cost 10), not `order: global`
+/// (cost 14), and says so.
+#[test]
+fn an_insufficient_order_is_replaced_by_the_keyed_order_that_covers_the_gate() {
+    let spec = write_scratch("replace", &ordered_count("foo", &["word"]));
+    let spec = spec.to_str().unwrap();
+    let (v, code) = json_plan(spec, &[]);
+    assert_eq!(code, 0);
+    let m = added(&v);
+    assert_eq!(m.len(), 1, "{v:#}");
+    assert_eq!(m[0]["kind"], "keyed-order");
+    assert_eq!(strings(&m[0]["key"]), ["word"]);
+    assert_eq!(strings(&m[0]["replaces"]["order"]), ["foo"]);
+    assert_eq!(m[0]["cost"], 10);
+    let human = stdout(&blazes(&["plan", spec]));
+    assert!(
+        human.contains("replace `order: [foo]` with `order: [word]` on Count (cost 10)"),
+        "{human}"
+    );
+    // Written back, the replacement passes check.
+    let out = Path::new(spec).with_file_name("fixed.yaml");
+    let o = blazes(&["plan", spec, "--apply", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let fixed = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        fixed.contains("order: [word]") && !fixed.contains("foo"),
+        "{fixed}"
+    );
+    assert_eq!(
+        blazes(&["check", out.to_str().unwrap()]).status.code(),
+        Some(0)
+    );
+    // A mechanism that adds an order replaces nothing.
+    let (v, _) = json_plan("specs/wordcount.yaml", &[]);
+    assert!(added(&v).iter().all(|m| m["replaces"].is_null()), "{v:#}");
+}
+
+/// The replacement keeps protecting what the existing order protects: with `order: [a]`
+/// covering `OW(a, b)`, the point of order on `OW(b)` is fixed by `order: [b]` (which covers
+/// both); with `order: [a]` covering `OW(a)`, no keyed order covers `OW(b)` too, so only a
+/// global order is offered.
+#[test]
+fn a_replacing_order_keeps_every_gate_the_existing_one_covers() {
+    let spec = write_scratch("keep", &ordered_count("a", &["a, b", "b"]));
+    let (v, code) = json_plan(spec.to_str().unwrap(), &[]);
+    assert_eq!(code, 0);
+    let m = added(&v);
+    assert_eq!(m.len(), 1, "{v:#}");
+    assert_eq!(m[0]["kind"], "keyed-order");
+    assert_eq!(strings(&m[0]["key"]), ["b"]);
+    assert_eq!(strings(&m[0]["replaces"]["order"]), ["a"]);
+    let spec = write_scratch("conflict", &ordered_count("a", &["a", "b"]));
+    let (v, code) = json_plan(spec.to_str().unwrap(), &[]);
+    assert_eq!(code, 0);
+    let m = added(&v);
+    assert_eq!(m.len(), 1, "{v:#}");
+    assert_eq!(m[0]["kind"], "global-order", "{v:#}");
+}
+
+/// `check` says why an existing order does not cover a gate, and what would.
+#[test]
+fn check_explains_why_an_existing_order_does_not_cover_the_gate() {
+    let spec = write_scratch("hint", &ordered_count("foo", &["word"]));
+    let out = stdout(&blazes(&[
+        "check",
+        "--format",
+        "json",
+        spec.to_str().unwrap(),
+    ]));
+    assert!(
+        out.contains("Count's `order: [foo]` does not cover the gate (word): an order protects a path only when all its keys are in the path's gate; replace it with `order: [word]`"),
+        "{out}"
+    );
+    let spec = write_scratch("hint-global", &ordered_count("a", &["a", "b"]));
+    let out = stdout(&blazes(&[
+        "check",
+        "--format",
+        "json",
+        spec.to_str().unwrap(),
+    ]));
+    assert!(
+        out.contains(
+            "no keyed order covers both this gate and the ones it protects; use `order: global`"
+        ),
+        "{out}"
+    );
+}
+
+/// `--in-place` leaves a spec that needs no change untouched: same bytes, same mtime.
+#[test]
+fn in_place_does_not_rewrite_a_spec_it_does_not_change() {
+    let text = std::fs::read_to_string(root().join("specs/wordcount-sealed.yaml")).unwrap();
+    let spec = write_scratch("untouched", &text);
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(&spec)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let o = blazes(&["plan", spec.to_str().unwrap(), "--in-place"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("needs no change; left as it is"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&spec).unwrap(), text);
+    assert_eq!(std::fs::metadata(&spec).unwrap().modified().unwrap(), old);
+    // A spec the plan changes is rewritten.
+    let spec = write_scratch("changed", &ordered_count("foo", &["word"]));
+    let o = blazes(&["plan", spec.to_str().unwrap(), "--in-place"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        std::fs::read_to_string(&spec)
+            .unwrap()
+            .contains("order: [word]")
+    );
+}

@@ -224,6 +224,9 @@ pub struct Mechanism {
     pub source: Option<String>,
     /// Sorted by name; empty for a global order.
     pub key: Vec<String>,
+    /// For an order: the keys of the component's existing keyed order, which this one
+    /// replaces (sorted by name); `None` when the component had no order.
+    pub replaces: Option<Vec<String>>,
     pub cost: u32,
     /// Points of order that come back when this mechanism is removed from the plan.
     pub fixes: Vec<PointRef>,
@@ -689,12 +692,23 @@ fn candidates_with(
                     _ => None,
                 })
                 .collect();
-            // A new keyed order must stay within an existing one, so that every path the
-            // existing order protects stays protected (this keeps mechanisms monotone).
-            let within = match c.order {
-                Some(Order::Keys(k)) => Some(k),
-                _ => None,
+            // A new keyed order replaces the existing one, so it must keep protecting every
+            // path the existing order protects (this keeps mechanisms monotone): its keys lie
+            // within each of their gates. An existing order that protects nothing (its keys
+            // lie in no gate) constrains nothing: replacing it costs no protection.
+            let protected: Vec<KeySet> = match c.order {
+                Some(Order::Keys(_)) => c
+                    .paths
+                    .iter()
+                    .filter(|p| !p.annotation.is_confluent())
+                    .filter_map(|p| match p.gate {
+                        Some(g @ Gate::Keys(k)) if c.ordered_for(g, keys) => Some(k),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Vec::new(),
             };
+            let within = protected.into_iter().reduce(|a, b| keys.intersection(a, b));
             let mut keyed: Vec<KeySet> = Vec::new();
             if gates.iter().all(Option::is_some) {
                 let mut all = gates[0].unwrap_or(KeySet::EMPTY);
@@ -1344,11 +1358,12 @@ pub fn plan(df: &Dataflow, options: &Options) -> Plan {
         lab.rollback(cp);
         let d = ev.dataflow();
         let cand = &cands[i];
-        let (components, source, key) = match cand.choice {
+        let (components, source, key, replaces) = match cand.choice {
             Choice::AddSeal { source, key } => (
                 cand.consumers.clone(),
                 Some(d.sources[source.index()].name.clone()),
                 names(d, key),
+                None,
             ),
             Choice::Order { component, order } => (
                 vec![d.component(component).name.clone()],
@@ -1356,6 +1371,10 @@ pub fn plan(df: &Dataflow, options: &Options) -> Plan {
                 match order {
                     Order::Keys(k) => names(d, k),
                     Order::Global => Vec::new(),
+                },
+                match ev.base_order[component.index()] {
+                    Some(Order::Keys(k)) => Some(names(d, k)),
+                    _ => None,
                 },
             ),
         };
@@ -1365,6 +1384,7 @@ pub fn plan(df: &Dataflow, options: &Options) -> Plan {
             components,
             source,
             key,
+            replaces,
             cost: cand.cost,
             fixes,
             fixes_complete: complete,

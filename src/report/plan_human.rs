@@ -42,10 +42,20 @@ pub fn render(path: &str, plan: &Plan) -> String {
                 list(&m.key),
                 m.source.as_deref().unwrap_or("?")
             ),
-            Kind::KeyedOrder => {
-                format!("add `order: [{}]` to {}", list(&m.key), list(&m.components))
+            Kind::KeyedOrder | Kind::GlobalOrder => {
+                let order = match m.kind {
+                    Kind::KeyedOrder => format!("`order: [{}]`", list(&m.key)),
+                    _ => "`order: global`".to_string(),
+                };
+                match &m.replaces {
+                    Some(old) => format!(
+                        "replace `order: [{}]` with {order} on {}",
+                        list(old),
+                        list(&m.components)
+                    ),
+                    None => format!("add {order} to {}", list(&m.components)),
+                }
             }
-            Kind::GlobalOrder => format!("add `order: global` to {}", list(&m.components)),
             Kind::SealBarrier => String::new(),
         };
         let mut fixes: Vec<String> = m.fixes.iter().map(point).collect();
