@@ -59,7 +59,8 @@ it adds):
                  barrier (K reaches them through confluent paths and K is within the gate).
                  One seal can fix several points of order.
   keyed-order    `order: [keys]` on a component, keys within the gate of every point of
-                 order it fixes (and within the component's existing keyed order, if any).
+                 order it fixes. It replaces an existing keyed order, so its keys also lie
+                 within every gate the existing order covers.
                  More keys means more partitions, each ordered independently, so it is
                  cheaper: cost = 4 + 6 / |keys| (integer division): 10 for one key, 7 for
                  two, 6 for three, 5 for four to six, 4 from seven. The planner proposes the
