@@ -23,7 +23,8 @@ macro_rules! codes {
         $(pub static $ident: Code = Code {
             id: $id, name: $name, severity: Severity::$sev, summary: $summary, explanation: $expl,
         };)*
-        /// Every code, in id order.
+        /// Every code, in registration order (SARIF rule indexes follow it; S014 came after
+        /// S016). `blazes explain` lists them sorted by id.
         pub static ALL: &[&Code] = &[$(&$ident),*];
     };
 }
@@ -36,7 +37,7 @@ within each gate partition (a running count committed per batch, last-writer-win
 input is `Async`, `Run`, `Inst`, or sealed on a key that is not part of the gate, two runs (or two \
 replicas) can apply the records in different orders and write different state: the path \
 produces `Taint`, which becomes `Run` on an unreplicated component and `Diverge` on a replicated \
-one.\n\nFixes, cheapest first:\n- seal the input on a key K contained in the gate: a source that \
+one (or the input's own label, when that is worse).\n\nFixes, cheapest first:\n- seal the input on a key K contained in the gate: a source that \
 can punctuate K (`sources.<name>.seal: [K]`) lets the component buffer each partition until it \
 is complete (a seal barrier);\n- order the component per key: `order: [keys]` with keys taken \
 from the gate (keyed sessions);\n- order the component globally: `order: global` (a sequencer).\n\n\
@@ -54,15 +55,17 @@ or order the component's inputs (`order: [keys]` within the gate, or `order: glo
     INST_WRITE = "C003", "transient-write", Error,
     "a state-writing path receives a transiently inconsistent (Inst) stream",
     "A `CW` (or ordered `OW`) path writes into state a stream whose replicas disagree for a \
-while (`Inst`). The transient disagreement becomes permanent once written: `Taint`, which is \
-`Diverge` on a replicated component and `Run` otherwise. The cause is upstream: fix the point \
-of order that makes the stream `Inst` (usually an unprotected read on a replicated component).";
+while (`Inst`). The transient disagreement becomes permanent once written: the path adds \
+`Taint`, which is `Diverge` on a replicated component and `Run` otherwise, and the `Inst` \
+itself still passes through, so the output is `Diverge` on replicas and `Inst` on one \
+instance. The cause is upstream: fix the point of order that makes the stream `Inst` (usually \
+an unprotected read on a replicated component).";
 
     UNSAFE_SINK = "C004", "unsafe-sink", Error,
     "a sink receives a label worse than it tolerates",
     "Each sink accepts deterministic contents (`Seal`, `Async`) unless it declares \
-`tolerate: Run|Inst|Diverge`. `--fail-on` sets how bad a label must be before it fails \
-(default `run`). This is the finding that sets exit code 1; the points of order upstream of the \
+`tolerate: Run|Inst|Diverge`. A declared `tolerate:` alone decides for its sink; for the \
+other sinks `--fail-on` sets how bad a label must be before it fails (default `run`). This is the finding that sets exit code 1; the points of order upstream of the \
 sink (C001-C003) say where coordination is missing.";
 
     IMPLICIT_SOURCE = "C005", "implicit-source", Warning,

@@ -376,13 +376,7 @@ fn a_changed_claim_is_caught() {
         let (name, label) = sinks[0].split_once('=').unwrap();
         let other = if label == "Run" { "Inst" } else { "Run" };
         sinks[0] = format!("{name}={other}");
-        wrong.push((
-            "a sink label",
-            Expected {
-                sinks,
-                ..e.clone()
-            },
-        ));
+        wrong.push(("a sink label", Expected { sinks, ..e.clone() }));
         if !e.points.is_empty() {
             wrong.push((
                 "a point dropped",
