@@ -452,3 +452,32 @@ fn the_syntax_is_strict() {
         assert!(parse(bad).is_err(), "accepted: {bad}");
     }
 }
+
+/// `docs/algebra.md` derives every shipped spec by hand under a heading naming it, and quotes
+/// the spec's `# Expected:` line: a verdict changed in the spec without its derivation fails.
+#[test]
+fn the_algebra_page_derives_every_spec_with_its_expected_line() {
+    let doc = std::fs::read_to_string(root().join("docs/algebra.md")).unwrap();
+    let missing = |doc: &str| -> Vec<String> {
+        specs()
+            .into_iter()
+            .filter(|spec| {
+                let text = std::fs::read_to_string(root().join(spec)).unwrap();
+                let line = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("# Expected: "))
+                    .unwrap();
+                let Some((_, section)) = doc.split_once(&format!("### `{spec}`")) else {
+                    return true;
+                };
+                let section = section.split("\n### ").next().unwrap();
+                !section.contains(&format!("\n`{line}`\n"))
+            })
+            .collect()
+    };
+    assert_eq!(missing(&doc), Vec::<String>::new());
+    // Negative control: the page with one verdict changed no longer matches.
+    let stale = doc.replacen("sinks answers=Inst", "sinks answers=Run", 1);
+    assert_ne!(stale, doc);
+    assert_eq!(missing(&stale), vec!["specs/ad-poor.yaml".to_string()]);
+}
