@@ -105,3 +105,81 @@ fn the_checker_catches_what_it_is_for() {
         ["x.md"]
     );
 }
+
+/// The texts of an SVG's `<text>` elements, sorted: what a reader sees, without the layout
+/// (which may shift between Graphviz versions).
+fn svg_texts(svg: &str) -> Vec<String> {
+    let mut v: Vec<String> = svg
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| t.split_once('>'))
+        .filter_map(|(_, rest)| rest.split_once("</text>"))
+        .map(|(text, _)| text.to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The figures in `docs/` show what `blazes render` draws today: `NAME.svg` is
+/// `specs/NAME.yaml` drawn with or without `--plan`, `NAME-plan.svg` with it.
+#[test]
+fn svg_figures_show_what_render_draws() {
+    let dot = std::process::Command::new("dot")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !dot {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "Graphviz's `dot` is needed under CI: apt-get install graphviz"
+        );
+        eprintln!("notice: `dot` is not installed, skipping (apt-get install graphviz)");
+        return;
+    }
+    let mut figures: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "svg"))
+        .collect();
+    figures.sort();
+    assert!(figures.len() >= 5, "docs has its figures");
+    let drawn = |spec: &str, plan: bool| -> Vec<String> {
+        let mut args = vec!["render", spec, "--format", "svg"];
+        if plan {
+            args.push("--plan");
+        }
+        let o = blazes(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        svg_texts(&stdout(&o))
+    };
+    for fig in figures {
+        let stem = fig.file_stem().unwrap().to_string_lossy().into_owned();
+        let (name, plans): (&str, &[bool]) = match stem.strip_suffix("-plan") {
+            Some(n) => (n, &[true]),
+            None => (&stem, &[false, true]),
+        };
+        let spec = format!("specs/{name}.yaml");
+        let shown = svg_texts(&std::fs::read_to_string(&fig).unwrap());
+        let variants: Vec<Vec<String>> = plans.iter().map(|&p| drawn(&spec, p)).collect();
+        assert!(
+            variants.contains(&shown),
+            "{} is stale: regenerate it with `blazes render {spec} --format svg{} -o {}`",
+            fig.display(),
+            if plans == [true] {
+                " --plan"
+            } else {
+                " [--plan]"
+            },
+            fig.strip_prefix(root()).unwrap().display()
+        );
+        // Negative control: the same figure with one label changed matches no drawing.
+        let mut changed = shown.clone();
+        let i = changed
+            .iter()
+            .position(|t| t == "Async" || t == "Run" || t == "Inst")
+            .expect("a figure shows a label");
+        changed[i] = "Diverge".to_string();
+        changed.sort();
+        assert!(!variants.contains(&changed), "{}", fig.display());
+    }
+}
