@@ -38,9 +38,10 @@ pub enum Command {
     /// cannot be produced.
     Render(RenderArgs),
     /// Print the long explanation of a diagnostic code (`blazes explain C001`) or of a topic
-    /// (`blazes explain plan`); without an argument, list every code.
+    /// (`blazes explain OW`); without an argument, list every code and topic.
     Explain {
-        /// A code (`C001`), its name (`unordered-write`), or the topic `plan`.
+        /// A code (`C001`), its name (`unordered-write`), or a topic: labels, CR, CW, OR, OW,
+        /// seal, gate, order, tolerate, plan.
         code: Option<String>,
     },
     /// Find the cheapest coordination (seals, keyed or global orders) that makes every sink
@@ -52,6 +53,25 @@ pub enum Command {
     Plan(PlanArgs),
     /// Write a random, valid spec of a given size (for benchmarks and stress tests).
     Gen(GenArgs),
+    /// Print a shell completion script to standard output.
+    ///
+    /// For example: `blazes completions bash > ~/.local/share/bash-completion/completions/blazes`,
+    /// `blazes completions zsh > ~/.zfunc/_blazes` (with `~/.zfunc` in `fpath`),
+    /// `blazes completions fish > ~/.config/fish/completions/blazes.fish`.
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print a man page (roff) to standard output: `blazes(1)`, or `blazes-COMMAND(1)`.
+    ///
+    /// For example: `blazes man | man -l -`, or
+    /// `blazes man > ~/.local/share/man/man1/blazes.1` and
+    /// `blazes man check > ~/.local/share/man/man1/blazes-check.1`.
+    Man {
+        /// A subcommand whose page to print (`check`, `plan`, ...) instead of the main page.
+        command: Option<String>,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -277,46 +297,61 @@ fn run_check(args: &CheckArgs) -> i32 {
     code
 }
 
-fn run_explain(code: Option<&str>) -> i32 {
-    if code == Some("plan") {
-        write_out(crate::plan::EXPLAIN);
+fn run_explain(query: Option<&str>) -> i32 {
+    let Some(q) = query else {
+        write_out(&crate::topics::index());
+        return EXIT_CLEAN;
+    };
+    // Topics first: `gate` is both a topic and the name of S004, which its id still reaches.
+    if let Some(t) = crate::topics::find(q) {
+        write_out(&crate::topics::page(t));
         return EXIT_CLEAN;
     }
-    match code {
-        None => {
-            let mut s = String::from("Diagnostic codes (`blazes explain CODE` for details):\n\n");
-            for c in codes::ALL {
-                s.push_str(&format!(
-                    "  {}  {:<22} {:<7}  {}\n",
-                    c.id,
-                    c.name,
-                    c.severity.as_str(),
-                    c.summary
-                ));
-            }
-            s.push_str("\nTopics:\n\n  plan  the cost model and search of `blazes plan`\n");
-            write_out(&s);
+    if let Some(c) = codes::find(q) {
+        write_out(&format!(
+            "{} ({}): {}\n\n{}\n",
+            c.id, c.name, c.summary, c.explanation
+        ));
+        return EXIT_CLEAN;
+    }
+    let mut msg = format!("error: unknown diagnostic code or topic `{q}`");
+    let names = codes::ALL
+        .iter()
+        .flat_map(|c| [c.id, c.name])
+        .chain(crate::topics::ALL.iter().map(|t| t.name));
+    if let Some(s) = crate::spec::did_you_mean(q, names) {
+        msg.push_str(&format!("; did you mean `{s}`?"));
+    }
+    msg.push_str("\nrun `blazes explain` to list every code and topic\n");
+    eprint!("{msg}");
+    EXIT_INVALID
+}
+
+fn write_bytes(b: &[u8]) {
+    // A closed pipe (`blazes man | head`) is not an error worth a panic.
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(b);
+    let _ = out.flush();
+}
+
+fn run_man(command: Option<&str>) -> i32 {
+    match crate::manual::man_page(command) {
+        Some(page) => {
+            write_bytes(&page);
             EXIT_CLEAN
         }
-        Some(q) => match codes::find(q) {
-            Some(c) => {
-                write_out(&format!(
-                    "{} ({}): {}\n\n{}\n",
-                    c.id, c.name, c.summary, c.explanation
-                ));
-                EXIT_CLEAN
-            }
-            None => {
-                let mut msg = format!("error: unknown diagnostic code `{q}`");
-                let names = codes::ALL.iter().flat_map(|c| [c.id, c.name]);
-                if let Some(s) = crate::spec::did_you_mean(q, names) {
-                    msg.push_str(&format!("; did you mean `{s}`?"));
-                }
-                msg.push_str("\nrun `blazes explain` to list every code\n");
-                eprint!("{msg}");
-                EXIT_INVALID
-            }
-        },
+        None => {
+            let q = command.unwrap_or_default();
+            let names = crate::manual::commands();
+            let hint = crate::spec::did_you_mean(q, names.iter().map(String::as_str))
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            eprintln!(
+                "error: `{q}` is not a blazes command{hint}; the commands are: {}",
+                names.join(", ")
+            );
+            EXIT_INVALID
+        }
     }
 }
 
@@ -521,6 +556,11 @@ pub fn run() -> i32 {
         Command::Explain { code } => run_explain(code.as_deref()),
         Command::Plan(args) => run_plan(args),
         Command::Gen(args) => run_gen(args),
+        Command::Completions { shell } => {
+            write_bytes(&crate::manual::completions(*shell));
+            EXIT_CLEAN
+        }
+        Command::Man { command } => run_man(command.as_deref()),
     }
 }
 

@@ -23,7 +23,8 @@ macro_rules! codes {
         $(pub static $ident: Code = Code {
             id: $id, name: $name, severity: Severity::$sev, summary: $summary, explanation: $expl,
         };)*
-        /// Every code, in id order.
+        /// Every code, in registration order (SARIF rule indexes follow it; S014 came after
+        /// S016). `blazes explain` lists them sorted by id.
         pub static ALL: &[&Code] = &[$(&$ident),*];
     };
 }
@@ -36,7 +37,7 @@ within each gate partition (a running count committed per batch, last-writer-win
 input is `Async`, `Run`, `Inst`, or sealed on a key that is not part of the gate, two runs (or two \
 replicas) can apply the records in different orders and write different state: the path \
 produces `Taint`, which becomes `Run` on an unreplicated component and `Diverge` on a replicated \
-one.\n\nFixes, cheapest first:\n- seal the input on a key K contained in the gate: a source that \
+one (or the input's own label, when that is worse).\n\nFixes, cheapest first:\n- seal the input on a key K contained in the gate: a source that \
 can punctuate K (`sources.<name>.seal: [K]`) lets the component buffer each partition until it \
 is complete (a seal barrier);\n- order the component per key: `order: [keys]` with keys taken \
 from the gate (keyed sessions);\n- order the component globally: `order: global` (a sequencer).\n\n\

@@ -16,6 +16,7 @@ pub mod fuzzing;
 pub mod generator;
 pub mod graph;
 pub mod label;
+pub mod manual;
 pub mod plan;
 pub mod render;
 pub mod report;
@@ -23,3 +24,4 @@ pub mod report;
 /// machines and dedup. Independent of the analyzer; see `docs/runtime.md`.
 pub mod runtime;
 pub mod spec;
+pub mod topics;
