@@ -537,13 +537,30 @@ fn run_gen(args: &GenArgs) -> i32 {
 }
 
 fn run_render(args: &RenderArgs) -> i32 {
+    // Said first: whatever else is wrong with `-o`, this is the mistake that would cost data.
+    if let Some(out) = &args.output
+        && let Some(spec) = args
+            .specs
+            .iter()
+            .find(|s| s.as_os_str() != "-" && same_file(out, s))
+    {
+        return usage_error(&format!(
+            "refusing to write the graph over the spec `{}`; choose another `-o` file",
+            spec.display()
+        ));
+    }
     let (format, target) = match render_target(args) {
         Ok(t) => t,
         Err(e) => return usage_error(&e),
     };
     if let RenderTarget::Files(files) = &target {
-        for (spec, out) in args.specs.iter().zip(files) {
-            if spec.as_os_str() != "-" && same_file(out, spec) {
+        // Inside `-o DIR/`, a graph's name may be a spec's (`DIR/g.dot` from `DIR/g.dot`).
+        for out in files {
+            if let Some(spec) = args
+                .specs
+                .iter()
+                .find(|s| s.as_os_str() != "-" && same_file(out, s))
+            {
                 return usage_error(&format!(
                     "refusing to write the graph over the spec `{}`; choose another `-o` file",
                     spec.display()

@@ -74,16 +74,17 @@ pub fn edits(plan: &Plan) -> Vec<Edit> {
         .collect()
 }
 
-/// The syntax edits are written in: the spec's own.
+/// The syntax edits are written in: the spec's own ([`Syntax::of`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Syntax {
+pub enum Syntax {
     Yaml,
     /// The whole spec is a JSON document: every inserted key and name is a JSON string.
     Json,
 }
 
 impl Syntax {
-    fn of(text: &str) -> Syntax {
+    /// JSON when the whole text is one JSON document, YAML otherwise.
+    pub fn of(text: &str) -> Syntax {
         if is_json(text) {
             Syntax::Json
         } else {
@@ -291,9 +292,14 @@ fn fill_null(
     })
 }
 
-/// Applies the edits to the spec text at its spans. Fails (with a message naming the place)
-/// where the text has a shape the edit cannot handle.
+/// Applies the edits to the spec text at its spans, in the spec's own syntax. Fails (with a
+/// message naming the place) where the text has a shape the edit cannot handle.
 pub fn apply(text: &str, spec: &Spec, edits: &[Edit]) -> Result<String, String> {
+    apply_in(text, spec, edits, Syntax::of(text))
+}
+
+/// [`apply`], writing the edits in the given syntax.
+pub fn apply_in(text: &str, spec: &Spec, edits: &[Edit], syntax: Syntax) -> Result<String, String> {
     // Lookups by name: a plan for a generated fleet edits tens of thousands of components.
     let components: HashMap<&str, &spec::ComponentDecl> = spec
         .components
@@ -305,7 +311,6 @@ pub fn apply(text: &str, spec: &Spec, edits: &[Edit]) -> Result<String, String> 
         .iter()
         .map(|c| (c.name.text.as_str(), c))
         .collect();
-    let syntax = Syntax::of(text);
     let mut splices: Vec<Splice> = Vec::new();
     for e in edits {
         match e {

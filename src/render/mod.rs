@@ -637,10 +637,18 @@ fn sources(df: &Dataflow, add_seals: &BTreeMap<SourceId, Vec<String>>, stmts: &m
             ));
         }
         let unused = s.streams.is_empty();
+        let tooltip = match added {
+            Some(k) => format!(
+                "source {}, seal on {} added by the plan",
+                s.name,
+                k.join(", ")
+            ),
+            None => format!("source {}", s.name),
+        };
         let mut a = vec![
             attr("shape", "cds"),
             html_attr("label", &table(&rows)),
-            attr("tooltip", &format!("source {}", s.name)),
+            attr("tooltip", &tooltip),
         ];
         if added.is_some() {
             a.push(attr("color", PLAN));
