@@ -346,8 +346,9 @@ pub struct RenderArgs {
     #[arg(long, value_enum)]
     pub format: Option<RenderFormat>,
     /// Write to FILE (atomically) instead of standard output; the extension (.dot, .gv, .svg)
-    /// sets the format. With a directory (`-o DIR/`, created if missing), write one file per
-    /// spec, named after the spec (`specs/wordcount.yaml` -> `DIR/wordcount.dot`).
+    /// sets the format. With a directory, written with a trailing slash (`-o DIR/`, created if
+    /// missing), write one file per spec, named after the spec (`specs/wordcount.yaml` ->
+    /// `DIR/wordcount.dot`).
     #[arg(short, long, value_name = "FILE|DIR/")]
     pub output: Option<PathBuf>,
     /// Draw the spec as `blazes plan` leaves it: the labels once the plan is applied, the
@@ -394,10 +395,11 @@ fn format_of_extension(path: &std::path::Path) -> Result<Option<RenderFormat>, S
     }
 }
 
-/// Whether `-o` names a directory: written with a trailing separator, or an existing one.
+/// Whether `-o` names a directory: written with a trailing separator. An existing directory
+/// named without one is refused rather than guessed at (see [`render_target`]).
 fn names_directory(path: &std::path::Path) -> bool {
     let s = path.as_os_str().to_string_lossy();
-    s.ends_with('/') || s.ends_with(std::path::MAIN_SEPARATOR) || path.is_dir()
+    s.ends_with('/') || s.ends_with(std::path::MAIN_SEPARATOR)
 }
 
 /// Where `blazes render` writes each spec's graph.
@@ -443,6 +445,13 @@ fn render_target(args: &RenderArgs) -> Result<(RenderFormat, RenderTarget), Stri
             files.push(file);
         }
         return Ok((format, RenderTarget::Files(files)));
+    }
+    if out.is_dir() {
+        return Err(format!(
+            "cannot write the graph to `{}`: it is a directory; write `{}/` to put one file per spec in it",
+            out.display(),
+            out.display()
+        ));
     }
     if n > 1 {
         return Err(format!(

@@ -553,7 +553,16 @@ fn output_directory_gets_one_file_per_spec() {
         let alone = blazes(&["render", "--plan", &format!("specs/{name}.yaml")]).stdout;
         assert_eq!(written, alone, "{name}");
     }
-    // An existing directory needs no trailing slash; --format names the files' extension.
+    // An existing directory named without the slash is refused, not guessed at.
+    let o = blazes(&["render", "specs/wordcount.yaml", "-o", d.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("it is a directory; write"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!d.join("wordcount.dot").exists());
+    // --format names the files' extension.
     if require_dot("output_directory_gets_one_file_per_spec") {
         let o = blazes(&[
             "render",
@@ -561,7 +570,7 @@ fn output_directory_gets_one_file_per_spec() {
             "svg",
             "specs/wordcount.yaml",
             "-o",
-            d.to_str().unwrap(),
+            &format!("{}/", d.display()),
         ]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         let svg = std::fs::read_to_string(d.join("wordcount.svg")).unwrap();
