@@ -1204,6 +1204,10 @@ fn json_specs_stay_json_when_applied() {
                 }
             }
             assert_eq!(parsed, original, "{spec}: nothing else changed");
+            // `--in-place` writes the same JSON into the spec itself.
+            let o = blazes(&["plan", i, "--in-place"]);
+            assert_eq!(o.status.code(), Some(0), "{spec}: {}", stderr(&o));
+            assert_eq!(std::fs::read_to_string(&input).unwrap(), written, "{spec}");
         }
     }
 }
