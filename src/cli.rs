@@ -34,8 +34,14 @@ pub enum Command {
     Check(CheckArgs),
     /// Draw the analysed dataflow as a graph (Graphviz DOT, or SVG through `dot`).
     ///
-    /// Exit status: 0 when the graph was written, 2 when the spec is invalid or the output
-    /// cannot be produced.
+    /// One graph per spec: on standard output, consecutive `digraph`s (DOT only; `dot` reads
+    /// them all); with `-o FILE`, one spec into FILE, its format from the extension (.dot,
+    /// .gv, .svg) unless `--format` says it; with `-o DIR/`, one file per spec, named after it.
+    /// An invalid spec's diagnostics go to standard error (standard output carries only
+    /// graphs); the other specs are still drawn.
+    ///
+    /// Exit status: 0 when every graph was written, 2 when a spec is invalid, the usage is
+    /// wrong or an output cannot be produced.
     Render(RenderArgs),
     /// Print the long explanation of a diagnostic code (`blazes explain C001`) or of a topic
     /// (`blazes explain OW`); without an argument, list every code and topic.
@@ -47,9 +53,12 @@ pub enum Command {
     /// Find the cheapest coordination (seals, keyed or global orders) that makes every sink
     /// meet its tolerance, and optionally write it into a copy of the spec.
     ///
-    /// Exit status: 0 when the spec is ok or the plan repairs it, 1 when nothing in reach
-    /// repairs it, 2 when the spec is invalid, the usage is wrong or the output cannot be
-    /// written. `blazes explain plan` describes the cost model and the search.
+    /// Several specs give one report (JSON and YAML: one versioned document with a `files`
+    /// array); an invalid spec is reported in it, with its diagnostics, like `blazes check`.
+    ///
+    /// Exit status, the worst over the specs: 0 when a spec is ok or the plan repairs it, 1
+    /// when nothing in reach repairs it, 2 when a spec is invalid, the usage is wrong or an
+    /// output cannot be written. `blazes explain plan` describes the cost model and the search.
     Plan(PlanArgs),
     /// Write a random, valid spec of a given size (for benchmarks and stress tests).
     Gen(GenArgs),
@@ -365,20 +374,146 @@ pub enum RenderFormat {
 
 #[derive(clap::Args, Debug)]
 pub struct RenderArgs {
-    /// The spec to draw; `-` reads standard input.
-    #[arg(value_name = "SPEC")]
-    pub spec: PathBuf,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = RenderFormat::Dot)]
-    pub format: RenderFormat,
-    /// Write to FILE (atomically) instead of standard output.
-    #[arg(short, long, value_name = "FILE")]
+    /// The specs to draw, one graph each; `-` reads standard input.
+    #[arg(required = true, value_name = "SPEC")]
+    pub specs: Vec<PathBuf>,
+    /// Output format [default: from the extension of `-o FILE`, else dot]. Contradicting the
+    /// extension of `-o FILE` is an error.
+    #[arg(long, value_enum)]
+    pub format: Option<RenderFormat>,
+    /// Write to FILE (atomically) instead of standard output; the extension (.dot, .gv, .svg)
+    /// sets the format. With a directory, written with a trailing slash (`-o DIR/`, created if
+    /// missing), write one file per spec, named after the spec (`specs/wordcount.yaml` ->
+    /// `DIR/wordcount.dot`).
+    #[arg(short, long, value_name = "FILE|DIR/")]
     pub output: Option<PathBuf>,
-    /// Also draw the mechanisms of `blazes plan` where they go: added seals, orders, seal barriers.
+    /// Draw the spec as `blazes plan` leaves it: the labels once the plan is applied, the
+    /// mechanisms it adds marked `+` (dashed), and a legend.
     #[arg(long)]
     pub plan: bool,
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+/// A usage error: one sentence on standard error, exit 2.
+fn usage_error(message: &str) -> i32 {
+    eprintln!("error: {message}");
+    EXIT_INVALID
+}
+
+impl RenderFormat {
+    fn extension(self) -> &'static str {
+        match self {
+            RenderFormat::Dot => "dot",
+            RenderFormat::Svg => "svg",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            RenderFormat::Dot => "DOT",
+            RenderFormat::Svg => "SVG",
+        }
+    }
+}
+
+/// The format a file extension names: `Ok(None)` without an extension, `Err` for one that
+/// names no format `blazes render` writes.
+fn format_of_extension(path: &std::path::Path) -> Result<Option<RenderFormat>, String> {
+    match path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+    {
+        None => Ok(None),
+        Some(e) if e == "dot" || e == "gv" => Ok(Some(RenderFormat::Dot)),
+        Some(e) if e == "svg" => Ok(Some(RenderFormat::Svg)),
+        Some(e) => Err(e),
+    }
+}
+
+/// Whether `-o` names a directory: written with a trailing separator. An existing directory
+/// named without one is refused rather than guessed at (see [`render_target`]).
+fn names_directory(path: &std::path::Path) -> bool {
+    let s = path.as_os_str().to_string_lossy();
+    s.ends_with('/') || s.ends_with(std::path::MAIN_SEPARATOR)
+}
+
+/// Where `blazes render` writes each spec's graph.
+enum RenderTarget {
+    Stdout,
+    /// One file per spec, same order as the specs.
+    Files(Vec<PathBuf>),
+}
+
+/// Checks the combination of specs, `-o` and `--format`; returns the format and where each
+/// graph goes, or the usage error.
+fn render_target(args: &RenderArgs) -> Result<(RenderFormat, RenderTarget), String> {
+    let n = args.specs.len();
+    let Some(out) = &args.output else {
+        let format = args.format.unwrap_or(RenderFormat::Dot);
+        if n > 1 && format == RenderFormat::Svg {
+            return Err(format!(
+                "{n} SVG documents cannot share standard output; give `-o DIR/` to write one file per spec"
+            ));
+        }
+        return Ok((format, RenderTarget::Stdout));
+    };
+    if names_directory(out) {
+        let format = args.format.unwrap_or(RenderFormat::Dot);
+        let mut files: Vec<PathBuf> = Vec::with_capacity(n);
+        for spec in &args.specs {
+            let Some(stem) = spec.file_stem().filter(|_| spec.as_os_str() != "-") else {
+                return Err(format!(
+                    "`{}` has no file name to name its graph after in `{}`; use `-o FILE` for it",
+                    spec.display(),
+                    out.display()
+                ));
+            };
+            let file = out.join(format!("{}.{}", stem.to_string_lossy(), format.extension()));
+            if let Some(i) = files.iter().position(|f| *f == file) {
+                return Err(format!(
+                    "`{}` and `{}` would both be drawn into `{}`; render them into different directories",
+                    args.specs[i].display(),
+                    spec.display(),
+                    file.display()
+                ));
+            }
+            files.push(file);
+        }
+        return Ok((format, RenderTarget::Files(files)));
+    }
+    if out.is_dir() {
+        return Err(format!(
+            "cannot write the graph to `{}`: it is a directory; write `{}/` to put one file per spec in it",
+            out.display(),
+            out.display()
+        ));
+    }
+    if n > 1 {
+        return Err(format!(
+            "`-o {}` names one file but {n} specs were given; use `-o DIR/` for one file per spec, or no `-o` for all the graphs on standard output",
+            out.display()
+        ));
+    }
+    let format = match (format_of_extension(out), args.format) {
+        (Ok(Some(by_ext)), Some(given)) if by_ext != given => {
+            return Err(format!(
+                "`--format {}` contradicts the extension of `{}`, which means {}; drop one of them",
+                given.extension(),
+                out.display(),
+                by_ext.name()
+            ));
+        }
+        (Ok(by_ext), given) => given.or(by_ext).unwrap_or(RenderFormat::Dot),
+        (Err(_), Some(given)) => given,
+        (Err(ext), None) => {
+            return Err(format!(
+                "cannot tell the format of `{}` from its extension `.{ext}`; name it .dot, .gv or .svg, or pass --format dot or --format svg",
+                out.display()
+            ));
+        }
+    };
+    Ok((format, RenderTarget::Files(vec![out.clone()])))
 }
 
 /// Whether `out` names the same file as `spec` (so writing it would destroy the input).
@@ -447,67 +582,112 @@ fn run_gen(args: &GenArgs) -> i32 {
 }
 
 fn run_render(args: &RenderArgs) -> i32 {
+    // Said first: whatever else is wrong with `-o`, this is the mistake that would cost data.
     if let Some(out) = &args.output
-        && args.spec.as_os_str() != "-"
-        && same_file(out, &args.spec)
+        && let Some(spec) = args
+            .specs
+            .iter()
+            .find(|s| s.as_os_str() != "-" && same_file(out, s))
     {
-        eprintln!(
-            "error: refusing to write the graph over the spec `{}`; choose another `-o` file",
-            args.spec.display()
-        );
-        return EXIT_INVALID;
+        return usage_error(&format!(
+            "refusing to write the graph over the spec `{}`; choose another `-o` file",
+            spec.display()
+        ));
+    }
+    let (format, target) = match render_target(args) {
+        Ok(t) => t,
+        Err(e) => return usage_error(&e),
+    };
+    if let RenderTarget::Files(files) = &target {
+        // Inside `-o DIR/`, a graph's name may be a spec's (`DIR/g.dot` from `DIR/g.dot`).
+        for out in files {
+            if let Some(spec) = args
+                .specs
+                .iter()
+                .find(|s| s.as_os_str() != "-" && same_file(out, s))
+            {
+                return usage_error(&format!(
+                    "refusing to write the graph over the spec `{}`; choose another `-o` file",
+                    spec.display()
+                ));
+            }
+        }
+        if let Some(out) = &args.output
+            && names_directory(out)
+            && let Err(e) = std::fs::create_dir_all(out)
+        {
+            eprintln!(
+                "error: cannot create the directory `{}`: {}",
+                out.display(),
+                io_reason(&e)
+            );
+            return EXIT_INVALID;
+        }
     }
     let options = Options {
         limits: args.limits.limits(),
         ..Options::default()
     };
-    let report = check_files(std::slice::from_ref(&args.spec), &options)
-        .pop()
-        .expect("one spec in, one report out");
-    let Outcome::Analysed(a) = &report.outcome else {
-        // The diagnostics say why there is nothing to draw; stdout stays clean for the graph.
-        let text = report::human::render(
-            std::slice::from_ref(&report),
-            report::human::Style {
-                color: std::io::stderr().is_terminal()
-                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-                ..Default::default()
+    let stderr_color = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let mut code = EXIT_CLEAN;
+    for (n, spec) in args.specs.iter().enumerate() {
+        let report = check_files(std::slice::from_ref(spec), &options)
+            .pop()
+            .expect("one spec in, one report out");
+        let Outcome::Analysed(a) = &report.outcome else {
+            // Standard output carries only graphs (it is piped into `dot`): the diagnostics
+            // that say why there is nothing to draw go to standard error.
+            let text = report::human::render(
+                std::slice::from_ref(&report),
+                report::human::Style {
+                    color: stderr_color,
+                    ..Default::default()
+                },
+            );
+            eprint!("{text}");
+            code = code.max(EXIT_INVALID);
+            continue;
+        };
+        let dot = if args.plan {
+            let plan = crate::plan::plan(&a.dataflow, &crate::plan::Options::default());
+            crate::render::plan_dot(&a.dataflow, &plan, options.fail_on)
+        } else {
+            crate::render::to_dot(&a.dataflow, &a.analysis, &[])
+        };
+        let bytes = match format {
+            RenderFormat::Dot => dot.into_bytes(),
+            RenderFormat::Svg => match crate::render::svg::dot_to_svg(&dot) {
+                Ok(b) => b,
+                Err(e @ crate::render::svg::SvgError::DotMissing) => {
+                    // Every other spec would fail the same way.
+                    eprintln!("error: cannot render SVG: {e}");
+                    return EXIT_INVALID;
+                }
+                Err(e) => {
+                    eprintln!("error: cannot render SVG of `{}`: {e}", report.path);
+                    code = code.max(EXIT_INVALID);
+                    continue;
+                }
             },
-        );
-        eprint!("{text}");
-        return EXIT_INVALID;
-    };
-    let drawn = if args.plan {
-        let plan = crate::plan::plan(&a.dataflow, &crate::plan::Options::default());
-        crate::render::mechanisms(&a.dataflow, &plan)
-    } else {
-        Vec::new()
-    };
-    let dot = crate::render::to_dot(&a.dataflow, &a.analysis, &drawn);
-    let bytes = match args.format {
-        RenderFormat::Dot => dot.into_bytes(),
-        RenderFormat::Svg => match crate::render::svg::dot_to_svg(&dot) {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!("error: cannot render SVG: {e}");
-                return EXIT_INVALID;
+        };
+        match &target {
+            RenderTarget::Files(files) => {
+                let out = &files[n];
+                if let Err(e) = write_atomically(out, &bytes) {
+                    eprintln!("error: cannot write `{}`: {}", out.display(), io_reason(&e));
+                    code = code.max(EXIT_INVALID);
+                }
             }
-        },
-    };
-    match &args.output {
-        Some(out) => {
-            if let Err(e) = write_atomically(out, &bytes) {
-                eprintln!("error: cannot write `{}`: {e}", out.display());
-                return EXIT_INVALID;
+            RenderTarget::Stdout => {
+                let mut o = std::io::stdout().lock();
+                // A closed pipe (`blazes render ... | head`) is not an error worth a panic.
+                let _ = o.write_all(&bytes);
+                let _ = o.flush();
             }
-        }
-        None => {
-            let mut o = std::io::stdout().lock();
-            let _ = o.write_all(&bytes);
-            let _ = o.flush();
         }
     }
-    EXIT_CLEAN
+    code
 }
 
 /// A panic is a bug in `blazes`, never the spec author's fault, and the default report (thread
@@ -584,17 +764,19 @@ pub enum MechanismArg {
 
 #[derive(clap::Args, Debug)]
 pub struct PlanArgs {
-    /// The spec to plan; `-` reads standard input.
-    #[arg(value_name = "SPEC")]
-    pub spec: PathBuf,
-    /// Output format of the plan.
+    /// The specs to plan; `-` reads standard input.
+    #[arg(required = true, value_name = "SPEC")]
+    pub specs: Vec<PathBuf>,
+    /// Output format of the plan (json and yaml: one versioned document for all the specs).
     #[arg(long, value_enum, default_value_t = PlanFormat::Human)]
     pub format: PlanFormat,
-    /// Write the spec with the plan's mechanisms recorded in it to OUT (atomically). Refuses
-    /// to overwrite SPEC unless --in-place is given.
+    /// Write the spec with the plan's mechanisms recorded in it to OUT (atomically; one spec
+    /// only), in the spec's own syntax (a JSON spec stays JSON). Refuses to overwrite SPEC
+    /// unless --in-place is given.
     #[arg(long, value_name = "OUT")]
     pub apply: Option<PathBuf>,
-    /// Allow writing the plan into SPEC itself (alone, it means `--apply SPEC`).
+    /// Write each spec's plan into the spec itself (alone, with one spec, it means
+    /// `--apply SPEC`).
     #[arg(long)]
     pub in_place: bool,
     /// How bad the label of a sink that declares no `tolerate:` must be to need repair; a
@@ -640,48 +822,70 @@ fn io_reason(e: &std::io::Error) -> String {
     }
 }
 
-fn run_plan(args: &PlanArgs) -> i32 {
-    let stdin = args.spec.as_os_str() == "-";
-    let out = match (&args.apply, args.in_place) {
-        (Some(p), _) => Some(p.clone()),
-        (None, true) => Some(args.spec.clone()),
-        (None, false) => None,
-    };
-    if let Some(o) = &out {
-        if stdin && args.in_place {
-            eprintln!("error: --in-place needs a spec file, not standard input");
-            return EXIT_INVALID;
-        }
-        if !args.in_place && !stdin && same_file(&args.spec, o) {
-            eprintln!(
-                "error: refusing to overwrite the input spec `{}`; pass --in-place to edit it, or --apply another file",
-                args.spec.display()
-            );
-            return EXIT_INVALID;
+/// One spec of `blazes plan`: its report, its plan when it is valid, what `--apply` did.
+struct PlanOutcome {
+    report: FileReport,
+    plan: Option<crate::plan::Plan>,
+    applied: Option<report::plan_json::Applied>,
+}
+
+impl PlanOutcome {
+    fn exit_code(&self) -> i32 {
+        use report::plan_json::AppliedStatus;
+        match &self.plan {
+            None => EXIT_INVALID,
+            Some(_) if self.applied.as_ref().map(|a| a.status) == Some(AppliedStatus::Failed) => {
+                EXIT_INVALID
+            }
+            Some(p) if p.status == crate::plan::Status::Unrepairable => EXIT_FINDINGS,
+            Some(_) => EXIT_CLEAN,
         }
     }
+}
+
+/// Checks the combination of specs, `--apply` and `--in-place`; returns where each spec's
+/// plan is written (if anywhere), or the usage error.
+fn plan_outputs(args: &PlanArgs) -> Result<Vec<Option<PathBuf>>, String> {
+    let n = args.specs.len();
+    if args.in_place
+        && let Some(s) = args.specs.iter().find(|s| s.as_os_str() == "-")
+    {
+        return Err(format!(
+            "--in-place needs a spec file, not standard input (`{}`)",
+            s.display()
+        ));
+    }
+    match &args.apply {
+        Some(out) if n > 1 => Err(format!(
+            "`--apply {}` writes one file but {n} specs were given; plan them one at a time, or use --in-place to write each plan into its spec",
+            out.display()
+        )),
+        Some(out) => {
+            let spec = &args.specs[0];
+            if !args.in_place && spec.as_os_str() != "-" && same_file(spec, out) {
+                return Err(format!(
+                    "refusing to overwrite the input spec `{}`; pass --in-place to edit it, or --apply another file",
+                    spec.display()
+                ));
+            }
+            Ok(vec![Some(out.clone())])
+        }
+        None if args.in_place => Ok(args.specs.iter().map(|s| Some(s.clone())).collect()),
+        None => Ok(vec![None; n]),
+    }
+}
+
+fn run_plan(args: &PlanArgs) -> i32 {
+    use report::plan_json::{Applied, AppliedStatus, PlannedFile};
+    let outputs = match plan_outputs(args) {
+        Ok(o) => o,
+        Err(e) => return usage_error(&e),
+    };
     let limits = args.limits.limits();
     let options = Options {
         fail_on: fail_on_of(args.fail_on),
         limits: limits.clone(),
         ..Options::default()
-    };
-    let report = check_files(std::slice::from_ref(&args.spec), &options)
-        .pop()
-        .expect("one report per spec");
-    let analysed = match &report.outcome {
-        Outcome::Analysed(a) => a,
-        Outcome::Invalid(_) => {
-            let text = report::human::render(
-                std::slice::from_ref(&report),
-                report::human::Style {
-                    color: false,
-                    ..Default::default()
-                },
-            );
-            eprint!("{text}");
-            return EXIT_INVALID;
-        }
     };
     let plan_options = crate::plan::Options {
         fail_on: options.fail_on,
@@ -693,45 +897,112 @@ fn run_plan(args: &PlanArgs) -> i32 {
         exact_limit: usize::from(args.exact_limit),
         evaluation_budget: args.exact_budget,
     };
-    let plan = crate::plan::plan(&analysed.dataflow, &plan_options);
+    let mut outcomes: Vec<PlanOutcome> = Vec::with_capacity(args.specs.len());
+    for (spec, out) in args.specs.iter().zip(outputs) {
+        let report = check_files(std::slice::from_ref(spec), &options)
+            .pop()
+            .expect("one report per spec");
+        let plan = match &report.outcome {
+            Outcome::Analysed(a) => Some(crate::plan::plan(&a.dataflow, &plan_options)),
+            Outcome::Invalid(_) => None,
+        };
+        let applied = match (&plan, out) {
+            (Some(plan), Some(o)) => {
+                let output = o.display().to_string();
+                Some(if plan.status == crate::plan::Status::Unrepairable {
+                    let message =
+                        format!("nothing written to `{output}`: the plan cannot repair this spec");
+                    eprintln!("error: {message}");
+                    Applied {
+                        output,
+                        status: AppliedStatus::Skipped,
+                        message: Some(message),
+                    }
+                } else {
+                    let edited = crate::plan::apply::apply_verified(
+                        &report.text,
+                        plan,
+                        &limits,
+                        options.fail_on,
+                    );
+                    // Rewriting an unchanged file would still bump its modification time and
+                    // trigger watchers and rebuilds for nothing.
+                    let unchanged = args.in_place && edited.as_deref() == Ok(report.text.as_str());
+                    let written = edited.and_then(|t| match unchanged {
+                        true => Ok(()),
+                        false => write_atomically(&o, t.as_bytes())
+                            .map_err(|e| format!("cannot write `{output}`: {}", io_reason(&e))),
+                    });
+                    match written {
+                        Ok(()) if unchanged => {
+                            eprintln!("`{output}` needs no change; left as it is");
+                            Applied {
+                                output,
+                                status: AppliedStatus::Unchanged,
+                                message: None,
+                            }
+                        }
+                        Ok(()) => {
+                            eprintln!("wrote the planned spec to `{output}`");
+                            Applied {
+                                output,
+                                status: AppliedStatus::Written,
+                                message: None,
+                            }
+                        }
+                        Err(e) => {
+                            eprintln!("error: {e}");
+                            Applied {
+                                output,
+                                status: AppliedStatus::Failed,
+                                message: Some(e),
+                            }
+                        }
+                    }
+                })
+            }
+            _ => None,
+        };
+        outcomes.push(PlanOutcome {
+            report,
+            plan,
+            applied,
+        });
+    }
+    let files: Vec<PlannedFile> = outcomes
+        .iter()
+        .map(|o| PlannedFile {
+            path: &o.report.path,
+            text: &o.report.text,
+            diagnostics: o.report.diagnostics(),
+            plan: o.plan.as_ref(),
+            applied: o.applied.as_ref(),
+        })
+        .collect();
     let text = match args.format {
-        PlanFormat::Human => report::plan_human::render(&report.path, &plan),
-        PlanFormat::Json => report::plan_json::render(&report.path, &plan),
-        PlanFormat::Yaml => report::plan_yaml::render(&report.path, &plan),
+        PlanFormat::Human => {
+            let mut s = String::new();
+            for o in &outcomes {
+                match &o.plan {
+                    Some(plan) => s.push_str(&report::plan_human::render(&o.report.path, plan)),
+                    None => s.push_str(&report::human::render(
+                        std::slice::from_ref(&o.report),
+                        report::human::Style {
+                            color: use_color(Color::Auto),
+                            ..Default::default()
+                        },
+                    )),
+                }
+            }
+            s
+        }
+        PlanFormat::Json => report::plan_json::render_files(&files),
+        PlanFormat::Yaml => report::plan_yaml::render_files(&files),
     };
     write_out(&text);
-    let unrepairable = plan.status == crate::plan::Status::Unrepairable;
-    if let Some(o) = out {
-        if unrepairable {
-            eprintln!(
-                "error: nothing written to `{}`: the plan cannot repair this spec",
-                o.display()
-            );
-            return EXIT_FINDINGS;
-        }
-        let edited =
-            crate::plan::apply::apply_verified(&report.text, &plan, &limits, options.fail_on);
-        // Rewriting an unchanged file would still bump its modification time and trigger
-        // watchers and rebuilds for nothing.
-        if args.in_place && edited.as_deref() == Ok(report.text.as_str()) {
-            eprintln!("`{}` needs no change; left as it is", o.display());
-            return EXIT_CLEAN;
-        }
-        let written = edited.and_then(|t| {
-            write_atomically(&o, t.as_bytes())
-                .map_err(|e| format!("cannot write `{}`: {}", o.display(), io_reason(&e)))
-        });
-        match written {
-            Ok(()) => eprintln!("wrote the planned spec to `{}`", o.display()),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_INVALID;
-            }
-        }
-    }
-    if unrepairable {
-        EXIT_FINDINGS
-    } else {
-        EXIT_CLEAN
-    }
+    outcomes
+        .iter()
+        .map(PlanOutcome::exit_code)
+        .max()
+        .unwrap_or(EXIT_CLEAN)
 }

@@ -92,8 +92,7 @@ fn plan_and_draw(r: &FileReport, a: &check::Analysed, options: &Options) -> Stri
             "plan --apply wrote an invalid spec"
         );
     }
-    let drawn = render::mechanisms(&a.dataflow, &plan);
-    let dot = render::to_dot(&a.dataflow, &a.analysis, &drawn);
+    let dot = render::plan_dot(&a.dataflow, &plan, options.fail_on);
     assert!(
         dot.starts_with("digraph") && dot.trim_end().ends_with('}'),
         "DOT: {dot}"

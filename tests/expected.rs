@@ -201,6 +201,7 @@ fn observe(spec: &str, with_plan: bool) -> Expected {
     let plan = with_plan.then(|| {
         let p = blazes(&["plan", "--format", "json", spec]);
         let doc: Value = serde_json::from_str(&stdout(&p)).expect("plan --format json prints JSON");
+        let doc = &doc["files"][0];
         let added: Vec<String> = doc["mechanisms"]
             .as_array()
             .unwrap()

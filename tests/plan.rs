@@ -76,12 +76,15 @@ fn stem(spec: &str) -> String {
         .into_owned()
 }
 
+/// The plan of one spec: the only entry of the document's `files`.
 fn json_plan(spec: &str, extra: &[&str]) -> (Value, i32) {
     let mut args = vec!["plan", spec, "--format", "json"];
     args.extend_from_slice(extra);
     let o = blazes(&args);
     let v: Value = serde_json::from_str(&stdout(&o)).expect("plan json");
-    (v, o.status.code().unwrap_or(-1))
+    assert_eq!(v["version"], 2);
+    assert_eq!(v["files"].as_array().map(Vec::len), Some(1), "{v}");
+    (v["files"][0].clone(), o.status.code().unwrap_or(-1))
 }
 
 /// The added (non-barrier) mechanisms of a JSON plan.
@@ -132,7 +135,6 @@ fn applied_plan_passes_check_for_every_spec() {
     let dir = scratch("apply-all");
     for spec in specs() {
         let (v, code) = json_plan(&spec, &[]);
-        assert_eq!(v["version"], 1);
         if v["status"] == "unrepairable" {
             assert_eq!(code, 1);
             continue;
@@ -1137,4 +1139,278 @@ fn in_place_does_not_rewrite_a_spec_it_does_not_change() {
             .unwrap()
             .contains("order: [word]")
     );
+}
+// ---------------------------------------------------------------------------------------
+// Output contracts: several specs, invalid specs, JSON specs.
+
+/// The whole document of a `plan --format json` run.
+fn json_document(args: &[&str]) -> (Value, Output) {
+    let o = blazes(args);
+    let v: Value = serde_json::from_str(&stdout(&o))
+        .unwrap_or_else(|e| panic!("{args:?}: stdout is no JSON document ({e}): {}", stdout(&o)));
+    (v, o)
+}
+
+/// Several specs, one of them invalid and one unrepairable: one document, the files in the
+/// order given, each with its status, the invalid one with located diagnostics shaped like
+/// `blazes check`'s, and the worst exit code. Nothing but `--apply`'s notes on stderr.
+#[test]
+fn several_specs_give_one_document_with_every_file() {
+    let specs = [
+        "specs/wordcount.yaml",
+        "tests/fixtures/errors/dangling.yaml",
+        "specs/wordcount-star.yaml",
+    ];
+    let mut args = vec!["plan", "--format", "json", "--allow", "seal,keyed"];
+    args.extend(specs);
+    let (v, o) = json_document(&args);
+    assert_eq!(o.status.code(), Some(2), "an invalid spec is the worst");
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+    assert_eq!(v["version"], 2);
+    let files = v["files"].as_array().unwrap();
+    let got: Vec<(&str, &str)> = files
+        .iter()
+        .map(|f| (f["path"].as_str().unwrap(), f["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (specs[0], "repaired"),
+            (specs[1], "invalid"),
+            (specs[2], "unrepairable"),
+        ]
+    );
+    let invalid = &files[1];
+    let diags = invalid["diagnostics"].as_array().unwrap();
+    assert!(!diags.is_empty());
+    // The same diagnostics, fields and positions as `blazes check --format json` gives.
+    let c = blazes(&["check", "--format", "json", specs[1]]);
+    let check: Value = serde_json::from_str(&stdout(&c)).unwrap();
+    assert_eq!(invalid["diagnostics"], check["files"][0]["diagnostics"]);
+    assert_eq!(invalid["mechanisms"], serde_json::json!([]));
+
+    // Without the invalid spec, the worst is the unrepairable one.
+    let (v, o) = json_document(&[
+        "plan",
+        "--format",
+        "json",
+        "--allow",
+        "seal,keyed",
+        specs[0],
+        specs[2],
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(v["files"].as_array().unwrap().len(), 2);
+
+    // YAML is the same document.
+    let mut args = vec!["plan", "--format", "yaml", "--allow", "seal,keyed"];
+    args.extend(specs);
+    let y = blazes(&args);
+    assert_eq!(y.status.code(), Some(2));
+    let yv: Value = serde_saphyr::from_str(&stdout(&y)).expect("YAML document");
+    let mut args = vec!["plan", "--format", "json", "--allow", "seal,keyed"];
+    args.extend(specs);
+    assert_eq!(yv, json_document(&args).0);
+}
+
+/// An invalid spec alone: every format prints its report on standard output (the JSON
+/// document used to be empty, the human text on standard error), exit 2.
+#[test]
+fn an_invalid_spec_is_reported_on_standard_output_in_every_format() {
+    let spec = "tests/fixtures/errors/dangling.yaml";
+    let (v, o) = json_document(&["plan", "--format", "json", spec]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+    assert_eq!(v["files"][0]["status"], "invalid");
+    assert_eq!(v["files"][0]["diagnostics"][0]["code"], "S005");
+    assert_eq!(v["files"][0]["diagnostics"][0]["line"], 11);
+    let o = blazes(&["plan", spec]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("dangling.yaml:11:13"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("invalid spec"), "{}", stdout(&o));
+    // An unreadable file is an invalid entry too.
+    let (v, o) = json_document(&["plan", "--format", "json", "no-such-spec.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(v["files"][0]["status"], "invalid");
+}
+
+/// `--apply` writes one file, so it takes one spec; `--in-place` writes each spec's plan into
+/// it; the document says what was written.
+#[test]
+fn apply_takes_one_spec_and_in_place_takes_several() {
+    let dir = scratch("several");
+    let a = dir.join("wordcount.yaml");
+    let b = dir.join("sealable.yaml");
+    std::fs::copy(root().join("specs/wordcount.yaml"), &a).unwrap();
+    std::fs::copy(root().join("specs/wordcount-sealable.yaml"), &b).unwrap();
+    let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let before = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+
+    let out = dir.join("out.yaml");
+    for args in [
+        vec!["plan", a_s, b_s, "--apply", out.to_str().unwrap()],
+        vec!["plan", a_s, "-", "--in-place"],
+    ] {
+        let o = blazes(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            o.stdout.is_empty(),
+            "{args:?}: a usage error prints no report"
+        );
+        let err = stderr(&o);
+        assert!(
+            err.starts_with("error: ") && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+        assert!(!out.exists());
+        assert_eq!(
+            (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap()),
+            before
+        );
+    }
+
+    let (v, o) = json_document(&["plan", "--format", "json", "--in-place", a_s, b_s]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for (f, path) in v["files"].as_array().unwrap().iter().zip([a_s, b_s]) {
+        assert_eq!(f["applied"]["status"], "written", "{f}");
+        assert_eq!(f["applied"]["output"], path);
+        assert_eq!(blazes(&["check", path]).status.code(), Some(0), "{path}");
+    }
+    assert!(
+        std::fs::read_to_string(&a)
+            .unwrap()
+            .contains("order: [batch, word]")
+    );
+    assert!(
+        std::fs::read_to_string(&b)
+            .unwrap()
+            .contains("seal: [batch]")
+    );
+}
+
+/// A YAML spec as JSON (pretty-printed, or on one line), through `serde_saphyr`.
+fn as_json(spec: &str, pretty: bool) -> (String, Value) {
+    let text = std::fs::read_to_string(root().join(spec)).unwrap();
+    let v: Value = serde_saphyr::from_str(&text).expect("spec as a value");
+    let s = if pretty {
+        serde_json::to_string_pretty(&v).unwrap()
+    } else {
+        serde_json::to_string(&v).unwrap()
+    };
+    (s, v)
+}
+
+/// Every repairable spec, written as JSON in both layouts: `--apply` writes JSON that
+/// serde_json reads, that passes `blazes check`, that needs no further plan, and that is the
+/// original document plus the plan's `order`/`seal` keys.
+#[test]
+fn json_specs_stay_json_when_applied() {
+    let dir = scratch("json");
+    for spec in specs() {
+        for pretty in [true, false] {
+            let (text, original) = as_json(&spec, pretty);
+            let input = dir.join(format!("{}-{pretty}.json", stem(&spec)));
+            std::fs::write(&input, &text).unwrap();
+            let i = input.to_str().unwrap();
+            let (v, code) = json_plan(i, &[]);
+            if v["status"] == "unrepairable" {
+                continue;
+            }
+            assert_eq!(code, 0, "{spec}");
+            let out = dir.join(format!("{}-{pretty}.out.json", stem(&spec)));
+            let o = blazes(&["plan", i, "--apply", out.to_str().unwrap()]);
+            assert_eq!(o.status.code(), Some(0), "{spec}: {}", stderr(&o));
+            let written = std::fs::read_to_string(&out).unwrap();
+            let mut parsed: Value = serde_json::from_str(&written).unwrap_or_else(|e| {
+                panic!("{spec} (pretty: {pretty}): not JSON ({e}):\n{written}")
+            });
+            let c = blazes(&["check", out.to_str().unwrap()]);
+            assert_eq!(c.status.code(), Some(0), "{spec}: {}", stdout(&c));
+            let (again, _) = json_plan(out.to_str().unwrap(), &[]);
+            assert_eq!(again["status"], "ok", "{spec}");
+            // Take the plan's keys out again: what is left is the original document.
+            for m in added(&v) {
+                let (section, name, key) = match m["kind"].as_str().unwrap() {
+                    "add-seal" => ("sources", m["source"].as_str().unwrap(), "seal"),
+                    _ => ("components", m["component"].as_str().unwrap(), "order"),
+                };
+                let entry = parsed[section][name].as_object_mut().unwrap();
+                let value = entry.remove(key).expect("the planned key");
+                let expected = if m["kind"] == "global-order" {
+                    Value::from("global")
+                } else {
+                    m["key"].clone()
+                };
+                assert_eq!(value, expected, "{spec}");
+                if let Some(old) = original[section][name].get(key) {
+                    // The plan replaced an existing value: restore it for the comparison.
+                    entry.insert(key.to_string(), old.clone());
+                }
+            }
+            assert_eq!(parsed, original, "{spec}: nothing else changed");
+            // `--in-place` writes the same JSON into the spec itself.
+            let o = blazes(&["plan", i, "--in-place"]);
+            assert_eq!(o.status.code(), Some(0), "{spec}: {}", stderr(&o));
+            assert_eq!(std::fs::read_to_string(&input).unwrap(), written, "{spec}");
+        }
+    }
+}
+
+/// Every shape a JSON spec's mapping takes (a null source, an empty one, one with fields,
+/// existing orders and seals to replace, a byte order mark, one line), edited in JSON;
+/// negative control: the same edits in YAML syntax are no longer JSON, though still a spec.
+#[test]
+fn apply_edits_json_in_json_syntax() {
+    use plan::apply::{Edit, Syntax};
+    let text = "\u{FEFF}{\"sources\": {\"a\": null, \"b\": {}, \"c\": {\"sealable\": [[\"k\"]]}, \"d\": {\"seal\": [\"j\"], \"sealable\": [[\"k\"]]}},
+ \"components\": {
+   \"X\": {\"paths\": [{\"from\": \"i\", \"to\": \"o\", \"label\": \"OW\", \"gate\": [\"k\"]}]},
+   \"Y\": {
+     \"order\": \"global\",
+     \"paths\": [{\"from\": \"i\", \"to\": \"o\", \"label\": \"OW\", \"gate\": [\"k\"]}]
+   },
+   \"Z\": {\"order\": [\"k\", \"j\"], \"paths\": [{\"from\": \"i\", \"to\": \"o\", \"label\": \"OW\", \"gate\": [\"k\"]}]}
+ },
+ \"streams\": []}
+";
+    let seal = |s: &str| Edit::Seal {
+        source: s.into(),
+        key: vec!["k".into()],
+    };
+    let order = |c: &str, key: Option<Vec<String>>| Edit::Order {
+        component: c.into(),
+        key,
+    };
+    let edits = [
+        seal("a"),
+        seal("b"),
+        seal("c"),
+        seal("d"),
+        order("X", None),
+        order("Y", Some(vec!["k".into(), "true".into()])),
+        order("Z", Some(vec!["k".into()])),
+    ];
+    assert_eq!(Syntax::of(text), Syntax::Json);
+    let out = apply_text(text, &edits);
+    insta::assert_snapshot!("apply_json_shapes", out);
+    let v: Value = serde_json::from_str(out.trim_start_matches('\u{FEFF}')).expect("still JSON");
+    for s in ["a", "b", "c", "d"] {
+        assert_eq!(v["sources"][s]["seal"], serde_json::json!(["k"]), "{s}");
+    }
+    assert_eq!(v["components"]["X"]["order"], "global");
+    assert_eq!(
+        v["components"]["Y"]["order"],
+        serde_json::json!(["k", "true"])
+    );
+    assert_eq!(v["components"]["Z"]["order"], serde_json::json!(["k"]));
+
+    // Negative control: the YAML spelling of the same edits (but the null source's, which
+    // YAML's editor reads to the end of the line) reads as a spec, but not as JSON.
+    let (spec, _) = blazes::spec::parse(text, &Default::default());
+    let yaml = plan::apply::apply_in(text, &spec.unwrap(), &edits[1..], Syntax::Yaml).unwrap();
+    let (reread, diags) = blazes::spec::parse(&yaml, &Default::default());
+    assert!(reread.is_some() && diags.is_empty(), "{diags:?}");
+    assert!(serde_json::from_str::<Value>(yaml.trim_start_matches('\u{FEFF}')).is_err());
+    assert_eq!(Syntax::of(&yaml), Syntax::Yaml);
 }

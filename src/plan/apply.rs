@@ -5,11 +5,15 @@
 //! entry is inserted as the first key of the component's or source's mapping (or its value
 //! replaced when one exists). The edited text is then read back and re-analysed
 //! ([`apply_verified`]): an edit the reader does not see as intended is an error, not a file.
+//!
+//! A spec may be JSON (JSON is YAML 1.2). The edit is then written in JSON's own syntax
+//! (quoted keys and names, `"global"`), so the file stays JSON for the tools that wrote it;
+//! [`apply_verified`] checks that it still parses as JSON.
 
 use std::collections::HashMap;
 
 use crate::analysis::{self, FailOn};
-use crate::graph::{self, Order};
+use crate::graph::{self, Dataflow, Order};
 use crate::label::Label;
 use crate::spec::{self, KeyList, Limits, OrderDecl, Spec};
 
@@ -70,6 +74,52 @@ pub fn edits(plan: &Plan) -> Vec<Edit> {
         .collect()
 }
 
+/// The syntax edits are written in: the spec's own ([`Syntax::of`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Syntax {
+    Yaml,
+    /// The whole spec is a JSON document: every inserted key and name is a JSON string.
+    Json,
+}
+
+impl Syntax {
+    /// JSON when the whole text is one JSON document, YAML otherwise.
+    pub fn of(text: &str) -> Syntax {
+        if is_json(text) {
+            Syntax::Json
+        } else {
+            Syntax::Yaml
+        }
+    }
+
+    fn scalar(self, name: &str) -> String {
+        match self {
+            Syntax::Yaml => scalar(name),
+            Syntax::Json => json_string(name),
+        }
+    }
+
+    fn list(self, names: &[String]) -> String {
+        let items: Vec<String> = names.iter().map(|n| self.scalar(n)).collect();
+        format!("[{}]", items.join(", "))
+    }
+
+    /// `key: value` as an entry of a mapping.
+    fn entry(self, key: &str, value: &str) -> String {
+        format!("{}: {value}", self.scalar(key))
+    }
+}
+
+/// Whether the text (after a byte order mark) is one JSON document.
+pub fn is_json(text: &str) -> bool {
+    let body = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    serde_json::from_str::<serde::de::IgnoredAny>(body).is_ok()
+}
+
+fn json_string(name: &str) -> String {
+    serde_json::to_string(name).unwrap_or_else(|_| format!("\"{name}\""))
+}
+
 /// A YAML scalar for an attribute name: plain when that reads back as the same string,
 /// double-quoted otherwise.
 fn scalar(name: &str) -> String {
@@ -87,7 +137,7 @@ fn scalar(name: &str) -> String {
     if plain {
         name.to_string()
     } else {
-        serde_json::to_string(name).unwrap_or_else(|_| format!("\"{name}\""))
+        json_string(name)
     }
 }
 
@@ -159,7 +209,26 @@ fn insert_entry(text: &str, body: usize, entry: &str, what: &str) -> Result<Spli
     let rest = &text[body..];
     if let Some(inner) = rest.strip_prefix('{') {
         let after = inner.trim_start();
-        let sep = if after.starts_with('}') { " " } else { "," };
+        let gap = &inner[..inner.len() - after.len()];
+        // A flow mapping written one entry per line (pretty-printed JSON) gets the entry on
+        // a line of its own, indented like the entry that follows it.
+        if let Some(nl) = gap.rfind('\n')
+            && !after.starts_with('}')
+        {
+            let indent = &gap[nl + 1..];
+            return Ok(Splice {
+                offset: body + 1,
+                len: 0,
+                text: format!("\n{indent}{entry},"),
+            });
+        }
+        let sep = if after.starts_with('}') {
+            " "
+        } else if gap.is_empty() {
+            ", "
+        } else {
+            ","
+        };
         return Ok(Splice {
             offset: body + 1,
             len: 0,
@@ -182,16 +251,28 @@ fn insert_entry(text: &str, body: usize, entry: &str, what: &str) -> Result<Spli
 }
 
 /// Turns a null value (`name:`, `name: ~`, `name: null`) into `name: { entry }`.
-fn fill_null(text: &str, name_end: usize, entry: &str, what: &str) -> Result<Splice, String> {
+fn fill_null(
+    text: &str,
+    name_end: usize,
+    entry: &str,
+    what: &str,
+    syntax: Syntax,
+) -> Result<Splice, String> {
     let line_end = text[name_end..]
         .find('\n')
         .map_or(text.len(), |i| name_end + i);
-    let line = &text[name_end..line_end];
-    let colon = line
+    let colon = text[name_end..line_end]
         .find(':')
         .ok_or_else(|| format!("cannot find the `:` after {what}"))?;
     let value_start = name_end + colon + 1;
-    let after = &text[value_start..line_end];
+    let value_end = match syntax {
+        Syntax::Yaml => line_end,
+        // In JSON the value also ends at the next `,` or `}`: a whole spec may be one line.
+        Syntax::Json => text[value_start..line_end]
+            .find([',', '}'])
+            .map_or(line_end, |i| value_start + i),
+    };
+    let after = &text[value_start..value_end];
     // The value ends where a comment starts (` #`) or at the end of the line.
     let comment = after
         .char_indices()
@@ -211,9 +292,14 @@ fn fill_null(text: &str, name_end: usize, entry: &str, what: &str) -> Result<Spl
     })
 }
 
-/// Applies the edits to the spec text at its spans. Fails (with a message naming the place)
-/// where the text has a shape the edit cannot handle.
+/// Applies the edits to the spec text at its spans, in the spec's own syntax. Fails (with a
+/// message naming the place) where the text has a shape the edit cannot handle.
 pub fn apply(text: &str, spec: &Spec, edits: &[Edit]) -> Result<String, String> {
+    apply_in(text, spec, edits, Syntax::of(text))
+}
+
+/// [`apply`], writing the edits in the given syntax.
+pub fn apply_in(text: &str, spec: &Spec, edits: &[Edit], syntax: Syntax) -> Result<String, String> {
     // Lookups by name: a plan for a generated fleet edits tens of thousands of components.
     let components: HashMap<&str, &spec::ComponentDecl> = spec
         .components
@@ -235,7 +321,7 @@ pub fn apply(text: &str, spec: &Spec, edits: &[Edit]) -> Result<String, String> 
                     .ok_or_else(|| format!("the spec has no {what}"))?;
                 let value = key
                     .as_ref()
-                    .map_or_else(|| "global".to_string(), |k| flow_list(k));
+                    .map_or_else(|| syntax.scalar("global"), |k| syntax.list(k));
                 splices.push(match &decl.order {
                     Some(OrderDecl::Keys(list)) => {
                         replace_list(text, list, &value, &format!("the order of {what}"))?
@@ -245,9 +331,12 @@ pub fn apply(text: &str, spec: &Spec, edits: &[Edit]) -> Result<String, String> 
                         len: span.len,
                         text: value,
                     },
-                    None => {
-                        insert_entry(text, decl.body.offset, &format!("order: {value}"), &what)?
-                    }
+                    None => insert_entry(
+                        text,
+                        decl.body.offset,
+                        &syntax.entry("order", &value),
+                        &what,
+                    )?,
                 });
             }
             Edit::Seal { source, key } => {
@@ -255,14 +344,14 @@ pub fn apply(text: &str, spec: &Spec, edits: &[Edit]) -> Result<String, String> 
                 let decl = sources
                     .get(source.as_str())
                     .ok_or_else(|| format!("the spec has no {what}"))?;
-                let value = flow_list(key);
-                let entry = format!("seal: {value}");
+                let value = syntax.list(key);
+                let entry = syntax.entry("seal", &value);
                 let is_flow = text[decl.body.offset..].starts_with('{');
                 splices.push(match &decl.seal {
                     Some(list) => replace_list(text, list, &value, &format!("the seal of {what}"))?,
                     // A mapping with no field at all is the null form (`name:`).
                     None if !is_flow && decl.sealable.is_empty() => {
-                        fill_null(text, decl.name.span.end(), &entry, &what)?
+                        fill_null(text, decl.name.span.end(), &entry, &what, syntax)?
                     }
                     None => insert_entry(text, decl.body.offset, &entry, &what)?,
                 });
@@ -281,6 +370,35 @@ pub fn apply(text: &str, spec: &Spec, edits: &[Edit]) -> Result<String, String> 
     }
     out.push_str(&text[at..]);
     Ok(out)
+}
+
+/// What the spec becomes once the plan is applied: a copy of the dataflow carrying the
+/// plan's [`edits`] (the ones `--apply` writes into the text), and its analysis, run as the
+/// planner and [`apply_verified`] run it to verify a plan. The keys are interned again by
+/// name in the copy: the plan's own key sets live in the planner's private key table.
+pub fn applied(df: &Dataflow, plan: &Plan, fail_on: FailOn) -> (Dataflow, analysis::Analysis) {
+    let mut copy = df.clone();
+    for e in edits(plan) {
+        match e {
+            Edit::Seal { source, key } => {
+                let key = copy.keys.set_of(key.iter().map(String::as_str));
+                if let Some(s) = copy.sources.iter_mut().find(|s| s.name == source) {
+                    s.seal = Some(key);
+                }
+            }
+            Edit::Order { component, key } => {
+                let order = match key {
+                    None => Order::Global,
+                    Some(k) => Order::Keys(copy.keys.set_of(k.iter().map(String::as_str))),
+                };
+                if let Some(c) = copy.component_by_name(&component) {
+                    copy.components[c.index()].order = Some(order);
+                }
+            }
+        }
+    }
+    let analysis = analysis::verdicts(&mut copy, fail_on);
+    (copy, analysis)
 }
 
 /// Applies the plan and proves the result: the edited text must read back without errors,
@@ -304,6 +422,11 @@ pub fn apply_verified(
     };
     let edits = edits(plan);
     let out = apply(text, &spec, &edits)?;
+    if is_json(text) && !is_json(&out) {
+        return Err(
+            "the edited spec is no longer JSON; the spec's layout defeated the editor".to_string(),
+        );
+    }
     let (parsed, diags) = spec::parse(&out, limits);
     let error = diags
         .iter()

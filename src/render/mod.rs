@@ -6,6 +6,12 @@
 //! draw (seal barriers, added seals, orderings) are plain data ([`Drawn`]), so whatever decides
 //! them (the analysis today, the planner later) only has to produce a list.
 //!
+//! [`plan_dot`] draws a spec *after* its coordination plan: the labels are those of the
+//! analysis with the plan's mechanisms applied (the dataflow [`crate::plan::apply::applied`]
+//! builds from the same edits `--apply` writes), the mechanisms the plan adds are drawn green,
+//! dashed and tagged `+`, and a legend explains the colours and marks. So the picture says
+//! what the plan achieves, never a mechanism next to the damage it removes.
+//!
 //! The graph is built as `graphviz-rust` structures and printed to DOT text. Node ids are
 //! indices, never names, and everything is emitted in IR order: the same spec always gives
 //! byte-identical DOT. Running `dot` to get SVG is IO and lives in [`svg`], used by the CLI.
@@ -15,11 +21,11 @@ pub mod svg;
 use std::collections::BTreeMap;
 
 use graphviz_rust::dot_structures::{
-    Attribute, Edge, EdgeTy, Graph, GraphAttributes, Id, Node, NodeId, Stmt, Vertex,
+    Attribute, Edge, EdgeTy, Graph, GraphAttributes, Id, Node, NodeId, Stmt, Subgraph, Vertex,
 };
 use graphviz_rust::printer::{DotPrinter, PrinterContext};
 
-use crate::analysis::{Analysis, PointOfOrder};
+use crate::analysis::{Analysis, FailOn, PointOfOrder};
 use crate::graph::{CompId, Consumer, Dataflow, IfaceId, Order, Producer, SourceId};
 use crate::label::{Annotation, Label};
 
@@ -27,11 +33,13 @@ use crate::label::{Annotation, Label};
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Drawn {
     /// The consumer buffers each partition of `key` until every producer sealed it: drawn as
-    /// a bar on the consuming input.
+    /// a bar on the consuming input. `added`: the plan brings it (a seal it adds), rather than
+    /// the spec's own seals.
     Barrier {
         component: CompId,
         input: IfaceId,
         key: Vec<String>,
+        added: bool,
     },
     /// A source must punctuate `key`: drawn on the source.
     AddSeal { source: SourceId, key: Vec<String> },
@@ -90,6 +98,7 @@ pub fn mechanisms(df: &Dataflow, plan: &crate::plan::Plan) -> Vec<Drawn> {
                 component,
                 input,
                 key: b.key.clone(),
+                added: b.added,
             });
         }
     }
@@ -214,14 +223,136 @@ struct Entry {
     headlabel: Option<String>,
 }
 
-/// Builds the DOT graph of an analysed dataflow with the given mechanisms drawn.
+/// Builds the DOT graph of an analysed dataflow with the given mechanisms drawn (as
+/// mechanisms added to it: see [`plan_dot`] for the picture of a plan).
 pub fn to_dot(df: &Dataflow, an: &Analysis, drawn: &[Drawn]) -> String {
+    build(df, an, drawn, None)
+}
+
+/// The graph of `df` after `plan`: the labels, points of order and sink verdicts of the
+/// analysis with the plan's mechanisms applied, the added mechanisms marked, a caption
+/// with the plan's verdict and a legend of the colours and marks.
+///
+/// An unrepairable plan adds nothing, so its picture is the spec's own, captioned as such.
+pub fn plan_dot(df: &Dataflow, plan: &crate::plan::Plan, fail_on: FailOn) -> String {
+    use crate::plan::Status;
+    let (after_df, after) = crate::plan::apply::applied(df, plan, fail_on);
+    let drawn = mechanisms(&after_df, plan);
+    let n = plan.mechanisms.len();
+    let caption = match plan.status {
+        Status::Ok => "plan: nothing to coordinate".to_string(),
+        Status::Repaired => format!(
+            "plan: repaired by {n} added mechanism{} (cost {}), drawn with +",
+            if n == 1 { "" } else { "s" },
+            plan.cost
+        ),
+        Status::Unrepairable => {
+            "plan: unrepairable with the allowed mechanisms (see blazes plan)".to_string()
+        }
+    };
+    build(&after_df, &after, &drawn, Some(&caption))
+}
+
+/// Colour of what a plan adds, and its background in tables.
+const PLAN: &str = "#00695c";
+const PLAN_BG: &str = "#e0f2f1";
+
+/// The legend of a plan's picture: what the colours of the labels and the marks mean.
+fn legend() -> Stmt {
+    let labels = [
+        (
+            Some(Label::Seal(crate::label::KeySet::EMPTY)),
+            "Seal(K)",
+            "deterministic; every partition of K is closed",
+        ),
+        (
+            Some(Label::Async),
+            "Async",
+            "deterministic contents, any order",
+        ),
+        (
+            Some(Label::Run),
+            "Run",
+            "a replay can give different contents",
+        ),
+        (Some(Label::Inst), "Inst", "replicas disagree for a while"),
+        (
+            Some(Label::Diverge),
+            "Diverge",
+            "replicas disagree for good",
+        ),
+        (None, "Unreached", "no source reaches it (dashed)"),
+    ];
+    let row = |left: String, right: &str| {
+        format!(
+            r#"<TR><TD ALIGN="LEFT">{left}</TD><TD ALIGN="LEFT">{}</TD></TR>"#,
+            small(&html(right), None)
+        )
+    };
+    let mut s = String::from(
+        r#"<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2"><TR><TD COLSPAN="2" ALIGN="LEFT"><B>stream labels</B></TD></TR>"#,
+    );
+    for (l, name, meaning) in labels {
+        let (color, _) = style_of(l);
+        s.push_str(&row(
+            format!(r#"<FONT COLOR="{color}"><B>{name}</B></FONT>"#),
+            meaning,
+        ));
+    }
+    s.push_str(r#"<TR><TD COLSPAN="2" ALIGN="LEFT"><B>marks</B></TD></TR>"#);
+    s.push_str(&row(
+        format!(r#"<FONT COLOR="{ALARM}">⚠ red box</FONT>"#),
+        "point of order: order changes the result",
+    ));
+    s.push_str(&row(
+        format!(r#"<FONT COLOR="{ALARM}">✗ red sink</FONT>"#),
+        "receives a label worse than it tolerates",
+    ));
+    s.push_str(&row(
+        "▮ bar".to_string(),
+        "seal barrier: buffers each partition until sealed",
+    ));
+    s.push_str(&row(
+        format!(r#"<FONT COLOR="{PLAN}"><B>+</B> dashed</FONT>"#),
+        "added by the plan",
+    ));
+    s.push_str("</TABLE>");
+    Stmt::Subgraph(Subgraph {
+        id: Id::Plain("cluster_legend".to_string()),
+        stmts: vec![
+            Stmt::GAttribute(GraphAttributes::Graph(vec![
+                attr("label", "legend"),
+                attr("fontsize", "10"),
+                attr("color", GREY),
+                attr("style", "rounded"),
+            ])),
+            node(
+                "legend",
+                vec![
+                    attr("shape", "plain"),
+                    html_attr("label", &s),
+                    attr("tooltip", "legend"),
+                ],
+            ),
+        ],
+    })
+}
+
+fn build(df: &Dataflow, an: &Analysis, drawn: &[Drawn], caption: Option<&str>) -> String {
+    let title = match caption {
+        Some(c) => format!(
+            "<B>{}</B><BR/>{}",
+            html(&df.name),
+            small(&html(c), Some(PLAN))
+        ),
+        None => format!("<B>{}</B>", html(&df.name)),
+    };
     let mut stmts: Vec<Stmt> = vec![
         Stmt::GAttribute(GraphAttributes::Graph(vec![
             attr("rankdir", "LR"),
             attr("fontname", FONT),
             attr("labelloc", "t"),
-            html_attr("label", &format!("<B>{}</B>", html(&df.name))),
+            html_attr("label", &title),
             attr("nodesep", "0.4"),
             attr("ranksep", "0.8"),
         ])),
@@ -238,21 +369,25 @@ pub fn to_dot(df: &Dataflow, an: &Analysis, drawn: &[Drawn]) -> String {
     ];
 
     // Group the mechanisms by where they go; BTreeMaps keep the output order fixed.
-    let mut barrier_keys: BTreeMap<IfaceId, Vec<String>> = BTreeMap::new();
+    // Per input: the barrier's keys, and whether the plan brings any of them.
+    let mut barrier_keys: BTreeMap<IfaceId, (Vec<String>, bool)> = BTreeMap::new();
     let mut orders: BTreeMap<CompId, Option<Vec<String>>> = BTreeMap::new();
     let mut add_seals: BTreeMap<SourceId, Vec<String>> = BTreeMap::new();
     for d in drawn {
         match d {
-            Drawn::Barrier { input, key, .. } => {
+            Drawn::Barrier {
+                input, key, added, ..
+            } => {
                 let k = if key.is_empty() {
                     "∅".to_string()
                 } else {
                     key.join(", ")
                 };
-                let v = barrier_keys.entry(*input).or_default();
+                let (v, any_added) = barrier_keys.entry(*input).or_default();
                 if !v.contains(&k) {
                     v.push(k);
                 }
+                *any_added |= added;
             }
             Drawn::Order { component, keys } => {
                 // A global order subsumes any keyed one on the same component.
@@ -271,9 +406,18 @@ pub fn to_dot(df: &Dataflow, an: &Analysis, drawn: &[Drawn]) -> String {
     for ci in 0..df.components.len() {
         let cid = CompId(ci as u32);
         let pts: Vec<&PointOfOrder> = an.points.iter().filter(|p| p.component == cid).collect();
-        stmts.push(component_node(df, an, cid, &pts));
+        stmts.push(component_node(
+            df,
+            an,
+            cid,
+            &pts,
+            caption.is_some() && orders.contains_key(&cid),
+        ));
     }
     sinks(df, an, &mut stmts);
+    if caption.is_some() {
+        stmts.push(legend());
+    }
 
     // Mechanisms in front of components, and where each input's streams enter the drawing.
     let mut entry: Vec<Option<Entry>> = (0..df.ifaces.len()).map(|_| None).collect();
@@ -281,19 +425,29 @@ pub fn to_dot(df: &Dataflow, an: &Analysis, drawn: &[Drawn]) -> String {
         let cid = CompId(ci as u32);
         let order = orders.get(&cid);
         if let Some(keys) = order {
+            // Orders in the spec are a row of the component; a drawn one is added.
             let text = match keys {
-                Some(k) => format!("keyed order<BR/>{}", small(&html(&k.join(", ")), None)),
-                None => format!("global order<BR/>{}", small("sequencer", None)),
+                Some(k) => format!(
+                    r#"<FONT COLOR="{PLAN}"><B>+</B> keyed order</FONT><BR/>{}"#,
+                    small(&html(&k.join(", ")), None)
+                ),
+                None => format!(
+                    r#"<FONT COLOR="{PLAN}"><B>+</B> global order</FONT><BR/>{}"#,
+                    small("sequencer", None)
+                ),
             };
             stmts.push(node(
                 &format!("o{ci}"),
                 vec![
                     attr("shape", "invtrapezium"),
-                    attr("style", "filled"),
-                    attr("fillcolor", "#e3f2fd"),
-                    attr("color", "#1565c0"),
+                    attr("style", "filled,dashed,bold"),
+                    attr("fillcolor", PLAN_BG),
+                    attr("color", PLAN),
                     html_attr("label", &text),
-                    attr("tooltip", &format!("ordering in front of {}", c.name)),
+                    attr(
+                        "tooltip",
+                        &format!("ordering in front of {}, added by the plan", c.name),
+                    ),
                 ],
             ));
         }
@@ -324,33 +478,42 @@ pub fn to_dot(df: &Dataflow, an: &Analysis, drawn: &[Drawn]) -> String {
                 into_comp()
             };
             let e = match barrier_keys.get(&i) {
-                Some(keys) => {
+                Some((keys, added)) => {
                     let b = format!("b{}", i.0);
-                    stmts.push(node(
-                        &b,
-                        vec![
-                            attr("shape", "box"),
-                            attr("style", "filled"),
-                            attr("fillcolor", "#212121"),
-                            attr("color", "#212121"),
-                            attr("width", "0.08"),
-                            attr("height", "0.45"),
-                            attr("fixedsize", "true"),
-                            attr("label", ""),
-                            html_attr(
-                                "xlabel",
-                                &small(&format!("seal barrier: {}", html(&keys.join("; "))), None),
+                    let (fill, tag, by) = if *added {
+                        (PLAN, "<B>+</B> ", ", added by the plan")
+                    } else {
+                        ("#212121", "", "")
+                    };
+                    let mut bar = vec![
+                        attr("shape", "box"),
+                        attr("style", "filled"),
+                        attr("fillcolor", fill),
+                        attr("color", fill),
+                        attr("width", "0.08"),
+                        attr("height", "0.45"),
+                        attr("fixedsize", "true"),
+                        attr("label", ""),
+                        html_attr(
+                            "xlabel",
+                            &small(
+                                &format!("{tag}seal barrier: {}", html(&keys.join("; "))),
+                                added.then_some(PLAN),
                             ),
-                            attr(
-                                "tooltip",
-                                &format!(
-                                    "seal barrier on {}: buffer each partition of {} until sealed",
-                                    df.iface_name(i),
-                                    keys.join("; ")
-                                ),
+                        ),
+                        attr(
+                            "tooltip",
+                            &format!(
+                                "seal barrier on {}: buffer each partition of {} until sealed{by}",
+                                df.iface_name(i),
+                                keys.join("; ")
                             ),
-                        ],
-                    ));
+                        ),
+                    ];
+                    if *added {
+                        bar[1] = attr("style", "filled,dashed");
+                    }
+                    stmts.push(node(&b, bar));
                     let (color, width) = style_of(label);
                     let mut a = vec![
                         attr("color", color),
@@ -450,7 +613,9 @@ pub fn to_dot(df: &Dataflow, an: &Analysis, drawn: &[Drawn]) -> String {
 fn sources(df: &Dataflow, add_seals: &BTreeMap<SourceId, Vec<String>>, stmts: &mut Vec<Stmt>) {
     for (i, s) in df.sources.iter().enumerate() {
         let mut rows = vec![(format!("<B>{}</B>", html(&s.name)), None)];
-        if let Some(k) = s.seal {
+        let added = add_seals.get(&SourceId(i as u32));
+        // In a plan's picture the source already carries the added seal: drawn once, marked.
+        if let Some(k) = s.seal.filter(|_| added.is_none()) {
             rows.push((
                 small(&format!("seal: {}", html(&df.keys.display(k))), None),
                 None,
@@ -462,25 +627,32 @@ fn sources(df: &Dataflow, add_seals: &BTreeMap<SourceId, Vec<String>>, stmts: &m
                 None,
             ));
         }
-        let added = add_seals.get(&SourceId(i as u32));
         if let Some(k) = added {
             rows.push((
                 small(
-                    &format!("+ add seal: {}", html(&k.join(", "))),
-                    Some("#2e7d32"),
+                    &format!("<B>+</B> seal: {}", html(&k.join(", "))),
+                    Some(PLAN),
                 ),
-                Some("#e8f5e9"),
+                Some(PLAN_BG),
             ));
         }
         let unused = s.streams.is_empty();
+        let tooltip = match added {
+            Some(k) => format!(
+                "source {}, seal on {} added by the plan",
+                s.name,
+                k.join(", ")
+            ),
+            None => format!("source {}", s.name),
+        };
         let mut a = vec![
             attr("shape", "cds"),
             html_attr("label", &table(&rows)),
-            attr("tooltip", &format!("source {}", s.name)),
+            attr("tooltip", &tooltip),
         ];
         if added.is_some() {
-            a.push(attr("color", "#2e7d32"));
-            a.push(attr("peripheries", "2"));
+            a.push(attr("color", PLAN));
+            a.push(attr("style", "dashed,bold"));
         } else if unused {
             a.push(attr("color", GREY));
             a.push(attr("fontcolor", GREY));
@@ -542,13 +714,21 @@ fn sinks(df: &Dataflow, an: &Analysis, stmts: &mut Vec<Stmt>) {
     }
 }
 
-fn component_node(df: &Dataflow, an: &Analysis, cid: CompId, points: &[&PointOfOrder]) -> Stmt {
+/// `ordered_by_plan`: the component's order is drawn as an added ordering node, so its own
+/// `order:` row (which in a plan's picture is that same order) is left out.
+fn component_node(
+    df: &Dataflow,
+    an: &Analysis,
+    cid: CompId,
+    points: &[&PointOfOrder],
+    ordered_by_plan: bool,
+) -> Stmt {
     let c = df.component(cid);
     let mut rows = vec![(format!("<B>{}</B>", html(&c.name)), None)];
     if c.replicated {
         rows.push((small("replicated", Some("#4a148c")), None));
     }
-    match c.order {
+    match c.order.filter(|_| !ordered_by_plan) {
         Some(Order::Global) => rows.push((small("order: global", None), None)),
         Some(Order::Keys(k)) => rows.push((
             small(&format!("order: {}", html(&df.keys.display(k))), None),

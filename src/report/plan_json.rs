@@ -1,14 +1,104 @@
-//! `blazes plan --format json`: one versioned document (`"version": 1`) per spec.
+//! `blazes plan --format json`: one versioned document per invocation (`"version": 2`),
+//! shaped like `blazes check --format json`: a `files` array with one entry per spec, in the
+//! order given, each with its `path` and `status` (`ok`, `repaired`, `unrepairable`, or
+//! `invalid` with its `diagnostics`).
 //!
 //! The field names are a contract: add fields, never rename or remove them within a version.
-//! Seal barriers are mechanisms of kind `seal-barrier` (with `"added"` telling whether the
-//! plan introduced them), listed after the mechanisms the plan adds.
+//! Version 1 was the entry of a single spec at the top level; version 2 put the entries in
+//! `files`, for several specs. Seal barriers are mechanisms of kind `seal-barrier` (with
+//! `"added"` telling whether the plan introduced them), listed after the mechanisms the plan
+//! adds. `applied` says what `--apply`/`--in-place` did with the spec (`null` without them).
 
 use serde_json::{Value, json};
 
+use crate::diagnostic::{Diagnostic, LineIndex, Severity};
 use crate::plan::{Plan, PointRef};
 
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+
+/// What `--apply` or `--in-place` did with one spec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    /// The file written to, as the user named it.
+    pub output: String,
+    pub status: AppliedStatus,
+    /// Why nothing was written (`skipped`, `failed`).
+    pub message: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppliedStatus {
+    Written,
+    /// The plan cannot repair the spec: nothing to write.
+    Skipped,
+    /// The edit or the write failed; the file is untouched.
+    Failed,
+    /// `--in-place` on a spec the plan does not change: the file is left as it is.
+    Unchanged,
+}
+
+impl AppliedStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AppliedStatus::Written => "written",
+            AppliedStatus::Skipped => "skipped",
+            AppliedStatus::Failed => "failed",
+            AppliedStatus::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// One spec of the document.
+pub struct PlannedFile<'a> {
+    /// The path as the user wrote it (`<stdin>` for `-`).
+    pub path: &'a str,
+    /// The spec text, for the line and column of diagnostics.
+    pub text: &'a str,
+    /// The spec's diagnostics, as `blazes check` reports them. An invalid spec's entry lists
+    /// them all; a valid one's only the warnings (its findings are what the plan fixes).
+    pub diagnostics: &'a [Diagnostic],
+    /// `None` when the spec is invalid.
+    pub plan: Option<&'a Plan>,
+    pub applied: Option<&'a Applied>,
+}
+
+/// Diagnostics in the fields and order of `blazes check --format json`; only the warnings
+/// unless `errors`.
+fn diagnostics_json(diags: &[Diagnostic], text: &str, errors: bool) -> Vec<Value> {
+    let index = LineIndex::new(text);
+    diags
+        .iter()
+        .filter(|d| errors || d.severity != Severity::Error)
+        .map(|d| {
+            let (line, column) = d
+                .primary
+                .as_ref()
+                .map_or((1, 1), |p| index.line_col(text, p.span.offset));
+            let mut v = json!({
+                "code": d.code.id,
+                "column": column,
+                "line": line,
+                "message": d.message,
+                "name": d.code.name,
+                "severity": d.severity.as_str(),
+            });
+            if let Some(h) = &d.help {
+                v["help"] = json!(h);
+            }
+            v
+        })
+        .collect()
+}
+
+fn applied_json(a: Option<&Applied>) -> Value {
+    a.map_or(Value::Null, |a| {
+        json!({
+            "output": a.output,
+            "status": a.status.as_str(),
+            "message": a.message,
+        })
+    })
+}
 
 fn point_json(p: &PointRef) -> Value {
     json!({
@@ -21,8 +111,19 @@ fn point_json(p: &PointRef) -> Value {
     })
 }
 
-/// The document for one planned spec (`path` as the user wrote it).
-pub fn value(path: &str, plan: &Plan) -> Value {
+/// The entry of one spec in `files`.
+pub fn file_value(f: &PlannedFile) -> Value {
+    let Some(plan) = f.plan else {
+        return json!({
+            "path": f.path,
+            "status": "invalid",
+            "diagnostics": diagnostics_json(f.diagnostics, f.text, true),
+            "mechanisms": [],
+            "sinks": [],
+            "reasons": [],
+            "applied": applied_json(f.applied),
+        });
+    };
     let mut mechanisms: Vec<Value> = plan
         .mechanisms
         .iter()
@@ -67,9 +168,10 @@ pub fn value(path: &str, plan: &Plan) -> Value {
         })
     }));
     json!({
-        "version": VERSION,
-        "path": path,
+        "path": f.path,
         "name": plan.name,
+        "diagnostics": diagnostics_json(f.diagnostics, f.text, false),
+        "applied": applied_json(f.applied),
         "status": plan.status.as_str(),
         "search": {
             "mode": plan.search.mode.as_str(),
@@ -99,8 +201,28 @@ pub fn value(path: &str, plan: &Plan) -> Value {
     })
 }
 
-pub fn render(path: &str, plan: &Plan) -> String {
-    let mut s = serde_json::to_string_pretty(&value(path, plan)).unwrap_or_default();
+/// The whole document for the specs of one invocation.
+pub fn document(files: &[PlannedFile]) -> Value {
+    json!({
+        "version": VERSION,
+        "files": files.iter().map(file_value).collect::<Vec<_>>(),
+    })
+}
+
+/// The document, pretty-printed, with a trailing newline.
+pub fn render_files(files: &[PlannedFile]) -> String {
+    let mut s = serde_json::to_string_pretty(&document(files)).unwrap_or_default();
     s.push('\n');
     s
+}
+
+/// The document of one valid spec's plan (`path` as the user wrote it), with no diagnostics.
+pub fn render(path: &str, plan: &Plan) -> String {
+    render_files(&[PlannedFile {
+        path,
+        text: "",
+        diagnostics: &[],
+        plan: Some(plan),
+        applied: None,
+    }])
 }

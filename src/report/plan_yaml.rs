@@ -1,13 +1,26 @@
 //! `blazes plan --format yaml`: the JSON document of [`super::plan_json`], written as YAML
 //! (same fields, same version), for people who keep plans next to their specs.
 
+use super::plan_json::{self, PlannedFile};
 use crate::plan::Plan;
 
-pub fn render(path: &str, plan: &Plan) -> String {
-    let v = super::plan_json::value(path, plan);
+/// The document for the specs of one invocation.
+pub fn render_files(files: &[PlannedFile]) -> String {
+    let v = plan_json::document(files);
     match serde_saphyr::to_string(&v) {
         Ok(s) => s,
         // Serialising a JSON value cannot fail; keep the output usable if it ever does.
         Err(e) => format!("# cannot render the plan as YAML: {e}\n"),
     }
+}
+
+/// The document of one valid spec's plan.
+pub fn render(path: &str, plan: &Plan) -> String {
+    render_files(&[PlannedFile {
+        path,
+        text: "",
+        diagnostics: &[],
+        plan: Some(plan),
+        applied: None,
+    }])
 }
