@@ -282,9 +282,10 @@ fn fold(name: &str) -> String {
 /// vector, not a map: mappings have a handful of fields and there is one per path.
 struct Fields<'n> {
     found: Vec<(&'static str, &'n Node, &'n Node)>,
-    /// Canonical fields that an unknown field was taken for a typo of: a "missing field"
-    /// error for them would only repeat the "unknown field" one.
-    suggested: Vec<&'static str>,
+    /// Canonical fields that an unknown field was taken for a typo of, with the index of that
+    /// "did you mean" diagnostic: a "missing field" error for them would only repeat it, and
+    /// what the missing field implies is said there instead (see [`Validator::amend`]).
+    suggested: Vec<(&'static str, usize)>,
 }
 
 impl<'n> Fields<'n> {
@@ -298,7 +299,14 @@ impl<'n> Fields<'n> {
         self.entry(name).map(|e| e.1)
     }
     fn was_suggested(&self, name: &str) -> bool {
-        self.suggested.contains(&name)
+        self.suggested.iter().any(|(f, _)| *f == name)
+    }
+    /// The index of the "did you mean `name`" diagnostic, if an unknown field was taken for it.
+    fn suggestion(&self, name: &str) -> Option<usize> {
+        self.suggested
+            .iter()
+            .find(|(f, _)| *f == name)
+            .map(|&(_, i)| i)
     }
 }
 
@@ -315,6 +323,18 @@ impl Validator<'_> {
 
     fn push(&mut self, d: Diagnostic) {
         self.diags.push(d);
+    }
+
+    /// Adds to the help of diagnostic `index` (a "did you mean") what the field it suggests
+    /// means here, instead of a second error about the field being absent: the user wrote the
+    /// field, only misspelt.
+    fn amend(&mut self, index: usize, more: &str) {
+        if let Some(d) = self.diags.get_mut(index) {
+            d.help = Some(match d.help.take() {
+                Some(h) => format!("{h} {more}"),
+                None => more.to_string(),
+            });
+        }
     }
 
     fn limit(&mut self, span: Span, message: String, flag: &str) {
@@ -472,7 +492,7 @@ impl Validator<'_> {
         known: &[(&str, &'static str)],
         what: &str,
         first: &dyn Fn(&str) -> Option<Span>,
-        suggested: &mut Vec<&'static str>,
+        suggested: &mut Vec<(&'static str, usize)>,
     ) -> Option<&'static str> {
         let Some(key) = k.as_str() else {
             self.wrong_type(k, "a field name", &format!("a key in {what}"));
@@ -488,7 +508,7 @@ impl Validator<'_> {
             d = match did_you_mean(key, names.iter().copied()) {
                 Some(s) => {
                     if let Some(&(_, c)) = known.iter().find(|(f, _)| *f == s) {
-                        suggested.push(c);
+                        suggested.push((c, self.diags.len()));
                     }
                     d.help(format!("did you mean `{s}`?"))
                 }
@@ -892,7 +912,23 @@ impl Validator<'_> {
                 ok = false;
             }
         }
-        if let Some(a) = annotation {
+        if let Some(a) = annotation
+            && gate_node.is_none()
+            && let Some(typo) = f.suggestion("gate")
+        {
+            // `gates:` was taken for `gate`: its did-you-mean says what this path needs.
+            let more = if a.is_confluent() {
+                format!("(a {} path takes no gate: remove the field)", a.as_str())
+            } else {
+                // Dropped like a path missing its gate: an OR/OW path without one is invalid.
+                ok = false;
+                format!(
+                    "(an {} path needs a gate: the partitions within which order matters)",
+                    a.as_str()
+                )
+            };
+            self.amend(typo, &more);
+        } else if let Some(a) = annotation {
             match (a.is_confluent(), gate_node) {
                 (true, Some(g)) => {
                     let key = f.key("gate").map_or(g.span, |k| k.span);
