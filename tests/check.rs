@@ -468,3 +468,52 @@ fn human_snippets_do_not_print_the_lines_between_distant_labels() {
         report.len()
     );
 }
+
+/// Words of the YAML parser's own states, which mean nothing to someone writing a spec.
+const PARSER_WORDS: &[&str] = &[
+    "while parsing",
+    "while scanning",
+    "block collection",
+    "block mapping",
+    "flow sequence",
+    "flow mapping",
+    "scalar",
+    "indicator",
+    "node content",
+    "simple key",
+    "EOF",
+];
+
+#[test]
+fn yaml_errors_are_told_in_the_words_of_a_spec() {
+    let mut syntax_errors = 0;
+    for path in yaml_files("tests/fixtures/errors") {
+        let (v, _) = json_of(&path);
+        for d in v["files"][0]["diagnostics"].as_array().unwrap() {
+            if d["code"] != "S001" {
+                continue;
+            }
+            syntax_errors += 1;
+            let text = format!("{} {}", d["message"], d["help"]);
+            for word in PARSER_WORDS {
+                assert!(!text.contains(word), "{path}: `{word}` in {text}");
+            }
+        }
+    }
+    assert!(
+        syntax_errors >= 14,
+        "{syntax_errors} YAML errors among the fixtures"
+    );
+    // Negative control: the parser's own message for a fixture, which this test exists to keep
+    // out of the output, does contain such words.
+    let text =
+        std::fs::read_to_string(root().join("tests/fixtures/errors/yaml-field-in-list.yaml"))
+            .unwrap();
+    let raw = serde_saphyr::from_str::<serde_json::Value>(&text)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        PARSER_WORDS.iter().any(|w| raw.contains(w)),
+        "the parser's wording: {raw}"
+    );
+}

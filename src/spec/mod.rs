@@ -10,6 +10,7 @@
 
 mod reader;
 pub mod yaml;
+mod yaml_errors;
 
 use std::collections::{BTreeMap, HashSet};
 

@@ -300,7 +300,9 @@ impl<'t> Reader<'t> {
         } else {
             let limit = v.limits.max_components;
             let components = std::mem::take(&mut self.components);
-            let Some(items) = components.finish(v, ("component", "components"), limit, "--max-components") else {
+            let Some(items) =
+                components.finish(v, ("component", "components"), limit, "--max-components")
+            else {
                 return;
             };
             spec.components = items;
