@@ -698,20 +698,24 @@ impl Validator<'_> {
             match t {
                 Some(t) => tolerate = Some((t, n.span)),
                 None => {
+                    // Every value the match above accepts, in order of the labels.
+                    const ACCEPTED: [&str; 5] = ["Seal", "Async", "Run", "Inst", "Diverge"];
                     let mut d = Diagnostic::new(
                         &codes::INVALID_VALUE,
                         format!(
-                            "`tolerate` of {what} must be Run, Inst or Diverge, but it is {}",
+                            "`tolerate` of {what} must be Async (the default; `Seal` means the same), Run, Inst or Diverge, but it is {}",
                             n.describe()
                         ),
                     )
                     .at(n.span, "unknown label");
-                    if let Some(s) = n
-                        .as_str()
-                        .and_then(|s| did_you_mean(s, ["Run", "Inst", "Diverge", "Async"]))
-                    {
-                        d = d.help(format!("did you mean `{s}`?"));
-                    }
+                    let written = n.as_str().unwrap_or_default();
+                    d = match did_you_mean(written, ACCEPTED) {
+                        Some(s) if s.eq_ignore_ascii_case(written) => {
+                            d.help(format!("did you mean `{s}`? label names are capitalised"))
+                        }
+                        Some(s) => d.help(format!("did you mean `{s}`?")),
+                        None => d.help("write the worst label the sink accepts: `tolerate: Run` accepts Run and every better label (Async, Seal)"),
+                    };
                     self.push(d);
                 }
             }
