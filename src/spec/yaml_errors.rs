@@ -562,6 +562,33 @@ pub(super) fn describe(
         )
         .at(here, "here")
         .help("indent the line, or write the value on one line"),
+        K::BlockSequenceEntryNotAllowed => {
+            let l = Line::at(text, index, line);
+            let under = match &l.start {
+                Start::Field(k) => format!(" under `{k}:`"),
+                _ => String::new(),
+            };
+            syntax(format!(
+                "a `- ` list item cannot start on line {line} after other text: an indented list starts on a line of its own"
+            ))
+            .at(here, "list item here")
+            .help(format!(
+                "put the items on the following lines, indented{under}, or write the list in brackets: `[a, b]`"
+            ))
+        }
+        K::PlainScalarStartsWithDashFlowIndicator => {
+            syntax("`-` followed by a bracket or a comma is not a list item".to_string())
+                .at(here, "no space after `-`")
+                .help("write `- ` (a dash and a space) before the item, or quote a value that starts with `-`")
+        }
+        K::ExpectedDocumentStart | K::InvalidDocumentEnd => {
+            let (number, _) = index.line_col(text, offset);
+            syntax(format!(
+                "line {number} follows the end of the spec's top-level value, but a spec is one mapping of `name: value` fields"
+            ))
+            .at(here, "after the end")
+            .help("write the spec as fields (`components:`, `streams:`, ...) at the start of their lines; a list or bracketed value cannot be the whole spec")
+        }
         K::ExpectedNodeContent => syntax("a value is missing here".to_string())
             .at(here, "value expected")
             .help("write the value, or `null`/`[]`/`{}` for an empty one"),
