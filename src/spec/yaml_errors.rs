@@ -372,6 +372,10 @@ fn translate(raw: &str) -> String {
         }
     }
     const WORDS: &[(&str, &str)] = &[
+        ("unexpected EOF while parsing", "the file ends inside"),
+        ("unexpected eof", "the file ends too early"),
+        (" while parsing ", " inside "),
+        (" while scanning ", " in "),
         ("block collection", "list"),
         ("block sequence", "list"),
         ("block mapping", "mapping"),
