@@ -1245,11 +1245,18 @@ fn runtime_text(df: &Dataflow, cand: &Candidate) -> String {
             df.keys.display(k),
             df.component(component).name
         ),
-        Choice::Order { component, .. } => format!(
-            "one durable total order of the {} producer stream(s) into {} (a sequencer or replicated log)",
-            producers_of(df, component),
-            df.component(component).name
-        ),
+        Choice::Order { component, .. } => {
+            let n = producers_of(df, component);
+            format!(
+                "one durable total order of the {} into {} (a sequencer or replicated log)",
+                if n == 1 {
+                    "producer stream".to_string()
+                } else {
+                    format!("{n} producer streams")
+                },
+                df.component(component).name
+            )
+        }
     }
 }
 

@@ -589,8 +589,13 @@ impl Validator<'_> {
             self.limit(
                 first_over.span,
                 format!(
-                    "{what} lists {} attributes, more than the limit of {} attributes per list",
+                    "{what} lists {} {}, more than the limit of {} per list",
                     items.len(),
+                    if items.len() == 1 {
+                        "attribute"
+                    } else {
+                        "attributes"
+                    },
                     self.limits.max_attributes
                 ),
                 "--max-attributes",
