@@ -403,3 +403,22 @@ fn columns_count_characters_in_every_format_but_sarif() {
         "{region}"
     );
 }
+
+#[test]
+fn a_lone_carriage_return_ends_a_line_in_every_format() {
+    // Classic Mac line endings: YAML (and miette) break lines at a lone `\r`, so the line and
+    // column of a finding must count them too, or the formats disagree.
+    let spec =
+        "name: x\rcomponents:\r  A:\r    paths: [{ from: a, to: b, label: CR }]\r    bogus: 1\r";
+    let (code, d, human) = limited(&[], spec.as_bytes());
+    assert_eq!(code, 2);
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(5), Some(5)),
+        "{d}"
+    );
+    assert!(human.contains("[<stdin>:5:5]"), "{human}");
+    // Negative control: the spec has no `\n` at all, so an index breaking lines only there
+    // (as this one did) puts the finding on line 1, column 73, which the asserts reject.
+    assert!(!spec.contains('\n'));
+}
