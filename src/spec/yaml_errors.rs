@@ -36,7 +36,9 @@ struct Line {
 impl Line {
     fn at(text: &str, index: &LineIndex, number: usize) -> Line {
         let begin = index.line_start(number - 1, text);
-        let end = text[begin..].find('\n').map_or(text.len(), |i| begin + i);
+        let end = text[begin..]
+            .find(['\n', '\r'])
+            .map_or(text.len(), |i| begin + i);
         let line = text[begin..end].trim_end_matches('\r');
         let body = line.trim_start_matches(' ');
         let indent = line.len() - body.len();
@@ -60,7 +62,7 @@ impl Line {
     fn is_blank(text: &str, index: &LineIndex, number: usize) -> bool {
         let begin = index.line_start(number - 1, text);
         let rest = &text[begin..];
-        let line = rest.find('\n').map_or(rest, |i| &rest[..i]).trim();
+        let line = rest.find(['\n', '\r']).map_or(rest, |i| &rest[..i]).trim();
         line.is_empty() || line.starts_with('#')
     }
 
@@ -147,13 +149,13 @@ fn open_brackets(text: &str, end: usize) -> Vec<Open> {
             continue;
         }
         match c {
-            b'\n' => {
+            b'\n' | b'\r' => {
                 at_line_start = true;
                 i += 1;
                 continue;
             }
-            b'#' if i == 0 || matches!(bytes[i - 1], b' ' | b'\t' | b'\n') => {
-                i = text[i..].find('\n').map_or(bytes.len(), |n| i + n);
+            b'#' if i == 0 || matches!(bytes[i - 1], b' ' | b'\t' | b'\n' | b'\r') => {
+                i = text[i..].find(['\n', '\r']).map_or(bytes.len(), |n| i + n);
                 continue;
             }
             b'"' | b'\'' if value_start => {
@@ -202,7 +204,7 @@ fn open_brackets(text: &str, end: usize) -> Vec<Open> {
             b':' if bytes.get(i + 1).is_none_or(|b| b.is_ascii_whitespace()) => value_start = true,
             b'-' | b'?'
                 if value_start && bytes.get(i + 1).is_none_or(|b| b.is_ascii_whitespace()) => {}
-            b' ' | b'\t' | b'\r' => {}
+            b' ' | b'\t' => {}
             _ => value_start = false,
         }
         i += 1;
