@@ -31,11 +31,35 @@ pub enum PointKind {
 }
 
 impl PointKind {
+    /// The analysis's own name of the kind, for tests and debugging. Reports never show it:
+    /// they name a point by its diagnostic code ([`point_code`]).
     pub fn as_str(self) -> &'static str {
         match self {
             PointKind::Taint => "taint",
             PointKind::NdRead => "ndread",
         }
+    }
+}
+
+/// The diagnostic code a point of order is reported with, and by whose name (`name`) every
+/// report calls it: `unordered-write` (C001), `transient-write` (C003) or `unprotected-read`
+/// (C002). A write point on an `OW` path is unordered unless the component is ordered for its
+/// gate and the input is `Inst`: then, as on a `CW` path, what is wrong is the `Inst` written.
+pub fn point_code(
+    c: &Component,
+    p: &Path,
+    kind: PointKind,
+    input: Label,
+    keys: &Keys,
+) -> &'static codes::Code {
+    match (kind, p.annotation) {
+        (PointKind::Taint, Annotation::OW)
+            if input != Label::Inst || !c.ordered_for(p.gate.unwrap_or(Gate::Star), keys) =>
+        {
+            &codes::UNORDERED_WRITE
+        }
+        (PointKind::Taint, _) => &codes::INST_WRITE,
+        (PointKind::NdRead, _) => &codes::UNPROTECTED_READ,
     }
 }
 
@@ -672,7 +696,10 @@ impl Origins {
 }
 
 fn show(l: Option<Label>, keys: &Keys) -> String {
-    l.map_or_else(|| "Unreached".to_string(), |l| l.display(keys))
+    l.map_or_else(
+        || "nothing (no source reaches it)".to_string(),
+        |l| l.display(keys),
+    )
 }
 
 fn path_desc(df: &Dataflow, p: &Path) -> String {
@@ -690,7 +717,7 @@ fn with_chain(mut d: Diagnostic, df: &Dataflow, labels: &Labels, chain: &[Stream
     for &s in chain {
         let st = &df.streams[s.index()];
         let text: Cow<'static, str> = match labels.stream[s.index()] {
-            None => "Unreached from here".into(),
+            None => "no source reaches this stream".into(),
             Some(Label::Async) => "Async from here".into(),
             Some(Label::Run) => "Run from here".into(),
             Some(Label::Inst) => "Inst from here".into(),
@@ -716,6 +743,12 @@ fn fix_hint(df: &Dataflow, point: &PointOfOrder) -> String {
         if let Some(Producer::Source(k)) = head {
             let src = &df.sources[k.index()];
             if let Some(key) = src.sealable.iter().find(|key| df.keys.is_subset(**key, g)) {
+                if *key == KeySet::EMPTY {
+                    return format!(
+                        "ask source `{}` to mark the end of its stream (`seal: []`; it declares it sealable) and buffer the whole stream at {} (a seal barrier)",
+                        src.name, c.name
+                    );
+                }
                 return format!(
                     "ask source `{}` to seal on `{}` (it declares it sealable) and buffer each partition at {} (a seal barrier)",
                     src.name,
@@ -818,37 +851,26 @@ fn findings(
         } else {
             "a replay can produce different output"
         };
-        let (code, message) = match (point.kind, p.annotation) {
-            (PointKind::Taint, Annotation::OW)
-                if point.input_label != Label::Inst
-                    || !c.ordered_for(p.gate.unwrap_or(Gate::Star), &df.keys) =>
-            {
-                (
-                    &codes::UNORDERED_WRITE,
-                    format!(
-                        "{} writes order-sensitive state on {input} -> {output} ({}) from an input labelled {l}, so {result}",
-                        c.name,
-                        path_desc(df, p)
-                    ),
-                )
-            }
-            (PointKind::Taint, _) => (
-                &codes::INST_WRITE,
-                format!(
-                    "{} writes the Inst stream {input} into state ({input} -> {output}, {}), making a transient replica disagreement permanent",
-                    c.name,
-                    path_desc(df, p)
-                ),
-            ),
-            (PointKind::NdRead, _) => (
-                &codes::UNPROTECTED_READ,
-                format!(
-                    "{} answers order-sensitive reads on {input} -> {output} ({}) from state written by input `{}` labelled {l}, so {result}",
-                    c.name,
-                    path_desc(df, p),
-                    df.ifaces[point.cause_input.index()].name
-                ),
-            ),
+        let code = point_code(c, p, point.kind, point.input_label, &df.keys);
+        let message = if code == &codes::UNORDERED_WRITE {
+            format!(
+                "{} writes order-sensitive state on {input} -> {output} ({}) from an input labelled {l}, so {result}",
+                c.name,
+                path_desc(df, p)
+            )
+        } else if code == &codes::INST_WRITE {
+            format!(
+                "{} writes the Inst stream {input} into state ({input} -> {output}, {}), making a transient replica disagreement permanent",
+                c.name,
+                path_desc(df, p)
+            )
+        } else {
+            format!(
+                "{} answers order-sensitive reads on {input} -> {output} ({}) from state written by input `{}` labelled {l}, so {result}",
+                c.name,
+                path_desc(df, p),
+                df.ifaces[point.cause_input.index()].name
+            )
         };
         let primary = match point.kind {
             PointKind::Taint => format!("point of order: {} receives {l}", path_desc(df, p)),
@@ -940,15 +962,32 @@ fn findings(
             .filter(|c| has_point[c.index()])
             .min_by_key(|c| c.index())
             .map(|c| df.components[c.index()].name.clone());
+        let tolerate = v.label.map_or("Run", |l| l.kind());
+        // An implicit sink is not written in the spec: say how to write it, with its tolerance.
+        let accept = match sink.implicit {
+            Some(o) => {
+                let c = &df.components[df.ifaces[o.index()].component.index()];
+                let output = &df.ifaces[o.index()].name;
+                let taken = |n: &str| {
+                    df.sinks.iter().any(|s| s.name == n) || df.sources.iter().any(|s| s.name == n)
+                };
+                let name = if taken(output) {
+                    format!("{}_{output}", c.name)
+                } else {
+                    output.clone()
+                };
+                format!(
+                    "declare the sink if this is acceptable: add `- {{ from: {}, to: {name} }}` to `streams:` and `{name}: {{ tolerate: {tolerate} }}` under `sinks:`",
+                    sink.name
+                )
+            }
+            None => format!("declare `tolerate: {tolerate}` on the sink if this is acceptable"),
+        };
         let help = match culprit {
             Some(c) => format!(
-                "the point of order at {c} causes this; fix it (see `blazes plan`), or declare `tolerate: {}` on the sink if this is acceptable",
-                v.label.map_or("Run", |l| l.kind())
+                "the point of order at {c} causes this; fix it (see `blazes plan`), or {accept}"
             ),
-            None => format!(
-                "declare `tolerate: {}` on the sink if this is acceptable",
-                v.label.map_or("Run", |l| l.kind())
-            ),
+            None => accept,
         };
         let d = Diagnostic::new(
             &codes::UNSAFE_SINK,
@@ -996,7 +1035,7 @@ fn warnings(df: &Dataflow, labels: &Labels, out: &mut Vec<Diagnostic>) {
                     &codes::UNREACHED,
                     format!("no source reaches stream {} -> {}", s.from_text, s.to_text),
                 )
-                .at(s.from_span, "unreached")
+                .at(s.from_span, "no source reaches this stream")
                 .help("connect this part of the dataflow to a source, or remove it"),
             );
         }

@@ -257,6 +257,10 @@ fn write_out(s: &str) {
 }
 
 fn run_check(args: &CheckArgs) -> i32 {
+    if args.specs.iter().filter(|s| s.as_os_str() == "-").count() > 1 {
+        eprintln!("error: `-` is given more than once, but standard input can be read only once");
+        return EXIT_INVALID;
+    }
     let options = Options {
         fail_on: match args.fail_on {
             FailOnArg::Run => FailOn::Run,

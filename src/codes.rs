@@ -48,7 +48,7 @@ from the gate (keyed sessions);\n- order the component globally: `order: global`
     "An `OR(gate)` path reads state that the component's writing paths (`CW`, `OW`) build. \
 Unless every writing input is sealed on a key contained in the gate, a read can observe a \
 partition before all its writes arrived, and different runs or replicas answer differently: \
-`NDRead`, which becomes `Inst` on a replicated component and `Run` otherwise.\n\nFixes: seal the \
+the read's output becomes `Inst` on a replicated component and `Run` otherwise.\n\nFixes: seal the \
 writing inputs on a key within the gate (the read then waits for each partition to be sealed), \
 or order the component's inputs (`order: [keys]` within the gate, or `order: global`).";
 
@@ -84,8 +84,8 @@ the point of order upstream first.";
     UNREACHED = "C007", "unreached", Warning,
     "no source reaches this stream, so it has no label",
     "Streams that no source reaches (for example a cycle with no way in) carry no data the \
-analysis can reason about; they are reported as `Unreached` instead of being given an invented \
-label. Connect the cycle to a source, or remove it.";
+analysis can reason about; they are reported as having no label instead of being given an \
+invented one. Connect the cycle to a source, or remove it.";
 
     READ_WITHOUT_WRITER = "C008", "read-without-writer", Warning,
     "an OR path reads state, but its component has no path that writes state",

@@ -150,6 +150,8 @@ pub fn sort(diags: &mut [Diagnostic]) {
 }
 
 /// Maps byte offsets to 1-based line and column (columns count characters, as editors do).
+/// Lines end as YAML ends them: at `\n`, `\r\n`, or a `\r` alone (the YAML reader and miette
+/// count a lone `\r` as a line break too, and every format must give the same line).
 #[derive(Clone, Debug)]
 pub struct LineIndex {
     starts: Vec<usize>,
@@ -157,11 +159,13 @@ pub struct LineIndex {
 
 impl LineIndex {
     pub fn new(text: &str) -> Self {
+        let bytes = text.as_bytes();
         let mut starts = vec![0];
         starts.extend(
-            text.bytes()
+            bytes
+                .iter()
                 .enumerate()
-                .filter(|&(_, b)| b == b'\n')
+                .filter(|&(i, &b)| b == b'\n' || (b == b'\r' && bytes.get(i + 1) != Some(&b'\n')))
                 .map(|(i, _)| i + 1),
         );
         LineIndex { starts }
@@ -196,7 +200,7 @@ impl LineIndex {
             return text.len();
         };
         let rest = &text[start..];
-        let end_of_line = rest.find('\n').map_or(rest.len(), |i| i);
+        let end_of_line = rest.find(['\n', '\r']).map_or(rest.len(), |i| i);
         rest[..end_of_line]
             .char_indices()
             .nth(col.saturating_sub(1))

@@ -324,3 +324,101 @@ fn a_huge_single_line_spec_is_reported_without_a_drawing() {
         "{out}"
     );
 }
+
+#[test]
+fn a_limit_of_one_counts_in_the_singular() {
+    // One component over a limit of none: "1 component", and two are "2 components".
+    let (_, d, _) = limited(&["--max-components", "0"], chain_spec(1).as_bytes());
+    assert_eq!(
+        d["message"], "the spec declares 1 component, more than the limit of 0",
+        "{d}"
+    );
+    let (_, d, _) = limited(&["--max-components", "1"], chain_spec(2).as_bytes());
+    assert_eq!(
+        d["message"], "the spec declares 2 components, more than the limit of 1",
+        "{d}"
+    );
+    let (_, d, _) = limited(&["--max-streams", "0"], chain_spec(1).as_bytes());
+    assert!(
+        d["message"]
+            .as_str()
+            .unwrap()
+            .contains("declares 2 streams"),
+        "{d}"
+    );
+}
+
+/// The column of `needle` in `line`, counted three ways: characters (what users and editors
+/// count), UTF-16 code units (SARIF) and bytes.
+fn columns(line: &str, needle: &str) -> (usize, usize, usize) {
+    let at = line.find(needle).unwrap();
+    let before = &line[..at];
+    (
+        before.chars().count() + 1,
+        before.encode_utf16().count() + 1,
+        at + 1,
+    )
+}
+
+#[test]
+fn columns_count_characters_in_every_format_but_sarif() {
+    // CJK names (three bytes, one UTF-16 unit each) and emoji (four bytes, two units) before
+    // the error on its line.
+    let line = "  - { from: 分割🚀.語, to: 数え😀.語, sael: [語] }";
+    let spec = format!(
+        "components:\n  分割🚀:\n    paths:\n      - {{ from: 行, to: 語, label: CR }}\n  数え😀:\n    paths:\n      - {{ from: 語, to: 数, label: CR }}\nstreams:\n{line}\n"
+    );
+    let (chars, utf16, bytes) = columns(line, "sael");
+    // Negative control: the three counts differ here, so a format counting the wrong unit
+    // cannot pass.
+    assert!(chars != utf16 && utf16 != bytes && chars != bytes);
+
+    // A file, not standard input: the GitHub format locates only files.
+    let dir = std::env::temp_dir().join(format!("blazes-columns-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("unicode.yaml");
+    std::fs::write(&file, &spec).unwrap();
+    let path = file.to_str().unwrap();
+    let run = |format: &str| stdout(&blazes(&["check", "--format", format, path]));
+    let (human, json, github, sarif) = (run("human"), run("json"), run("github"), run("sarif"));
+    std::fs::remove_dir_all(&dir).ok();
+
+    assert!(
+        human.contains(&format!("[{path}:9:{chars}]")),
+        "human column {chars}:\n{human}"
+    );
+    let json: Value = serde_json::from_str(&json).unwrap();
+    let d = &json["files"][0]["diagnostics"][0];
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(9), Some(chars as u64)),
+        "{d}"
+    );
+    assert!(github.contains(&format!("line=9,col={chars},")), "{github}");
+    let sarif: Value = serde_json::from_str(&sarif).unwrap();
+    let region = &sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"];
+    assert_eq!(
+        region["startColumn"].as_u64(),
+        Some(utf16 as u64),
+        "{region}"
+    );
+}
+
+#[test]
+fn a_lone_carriage_return_ends_a_line_in_every_format() {
+    // Classic Mac line endings: YAML (and miette) break lines at a lone `\r`, so the line and
+    // column of a finding must count them too, or the formats disagree.
+    let spec =
+        "name: x\rcomponents:\r  A:\r    paths: [{ from: a, to: b, label: CR }]\r    bogus: 1\r";
+    let (code, d, human) = limited(&[], spec.as_bytes());
+    assert_eq!(code, 2);
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(5), Some(5)),
+        "{d}"
+    );
+    assert!(human.contains("[<stdin>:5:5]"), "{human}");
+    // Negative control: the spec has no `\n` at all, so an index breaking lines only there
+    // (as this one did) puts the finding on line 1, column 73, which the asserts reject.
+    assert!(!spec.contains('\n'));
+}

@@ -474,7 +474,7 @@ fn explanations_are_true(ev: &mut Evaluator, p: &Plan) {
                     c.name.clone(),
                     df.iface(path.input).name.clone(),
                     df.iface(path.output).name.clone(),
-                    pt.kind.as_str(),
+                    blazes::analysis::point_code(c, path, pt.kind, pt.input_label, &df.keys).name,
                 )
             })
             .collect();

@@ -327,8 +327,9 @@ pub struct Reason {
 pub struct SinkOutcome {
     pub name: String,
     pub tolerate: &'static str,
-    pub before: String,
-    pub after: String,
+    /// `None` when no source reaches the sink.
+    pub before: Option<String>,
+    pub after: Option<String>,
     pub failing_before: bool,
     pub failing_after: bool,
 }
@@ -1183,21 +1184,31 @@ fn search(lab: &mut Labeling, cands: &[Candidate], options: &Options) -> Option<
     }
 }
 
-fn point_ref(df: &Dataflow, component: CompId, path: usize, kind: PointKind) -> PointRef {
+/// A point of order by name; `iface` holds the labels of the state it was found in (the
+/// input's label and the component's order tell an unordered write from a written `Inst`).
+fn point_ref(
+    df: &Dataflow,
+    iface: &[Option<Label>],
+    component: CompId,
+    path: usize,
+    kind: PointKind,
+) -> PointRef {
     let c = df.component(component);
     let path = &c.paths[path];
+    let input = iface[path.input.index()].unwrap_or(Label::Async);
     PointRef {
         component: c.name.clone(),
         input: df.iface(path.input).name.clone(),
         output: df.iface(path.output).name.clone(),
         annotation: path.annotation.as_str(),
         gate: path.gate.map(|g| g.names(&df.keys)).unwrap_or_default(),
-        kind: kind.as_str(),
+        kind: analysis::point_code(c, path, kind, input, &df.keys).name,
     }
 }
 
-fn label_text(df: &Dataflow, l: Option<Label>) -> String {
-    l.map_or_else(|| "Unreached".to_string(), |l| l.display(&df.keys))
+/// A label as reports print it; `None` when no source reaches the stream.
+fn label_text(df: &Dataflow, l: Option<Label>) -> Option<String> {
+    l.map(|l| l.display(&df.keys))
 }
 
 fn barrier_list(
@@ -1228,6 +1239,12 @@ fn barrier_list(
 
 fn runtime_text(df: &Dataflow, cand: &Candidate) -> String {
     match cand.choice {
+        Choice::AddSeal { source, key } if key == KeySet::EMPTY => format!(
+            "source `{}` marks the end of its stream; {} buffer{} the whole stream until it has ended (a seal barrier)",
+            df.sources[source.index()].name,
+            cand.consumers.join(", "),
+            if cand.consumers.len() == 1 { "s" } else { "" },
+        ),
         Choice::AddSeal { source, key } => format!(
             "source `{}` punctuates every `{}` partition; {} buffer{} each partition until it is sealed (a seal barrier)",
             df.sources[source.index()].name,
@@ -1243,11 +1260,18 @@ fn runtime_text(df: &Dataflow, cand: &Candidate) -> String {
             df.keys.display(k),
             df.component(component).name
         ),
-        Choice::Order { component, .. } => format!(
-            "one durable total order of the {} producer stream(s) into {} (a sequencer or replicated log)",
-            producers_of(df, component),
-            df.component(component).name
-        ),
+        Choice::Order { component, .. } => {
+            let n = producers_of(df, component);
+            format!(
+                "one durable total order of the {} into {} (a sequencer or replicated log)",
+                if n == 1 {
+                    "producer stream".to_string()
+                } else {
+                    format!("{n} producer streams")
+                },
+                df.component(component).name
+            )
+        }
     }
 }
 
@@ -1328,7 +1352,15 @@ pub fn plan(df: &Dataflow, options: &Options) -> Plan {
     let after_points: BTreeSet<PointRef> = after
         .points
         .iter()
-        .map(|p| point_ref(ev.dataflow(), p.component, p.path, p.kind))
+        .map(|p| {
+            point_ref(
+                ev.dataflow(),
+                &after.labels.iface,
+                p.component,
+                p.path,
+                p.kind,
+            )
+        })
         .collect();
     // Why each mechanism is there: what comes back when it alone is removed. Only the
     // components the removal re-derives can change, so only they are looked at.
@@ -1346,7 +1378,7 @@ pub fn plan(df: &Dataflow, options: &Options) -> Plan {
                     .into_iter()
                     .map(move |(path, kind)| (c, path, kind))
             })
-            .map(|(c, path, kind)| point_ref(ev.dataflow(), c, path, kind))
+            .map(|(c, path, kind)| point_ref(lab.dataflow(), lab.labels().iface, c, path, kind))
             .filter(|p| !after_points.contains(p))
             .collect::<BTreeSet<_>>()
             .into_iter()
@@ -1444,7 +1476,7 @@ fn reasons(df: &Dataflow, after: &analysis::Analysis, options: &Options, why: Wh
     let points: Vec<PointRef> = after
         .points
         .iter()
-        .map(|p| point_ref(df, p.component, p.path, p.kind))
+        .map(|p| point_ref(df, &after.labels.iface, p.component, p.path, p.kind))
         .collect();
     let a = options.allowed;
     let mut disallowed = Vec::new();
@@ -1463,7 +1495,7 @@ fn reasons(df: &Dataflow, after: &analysis::Analysis, options: &Options, why: Wh
         .filter(|v| v.failing)
         .map(|v| {
             let sink = &df.sinks[v.sink.index()];
-            let label = label_text(df, v.label);
+            let label = label_text(df, v.label).unwrap_or_default();
             let mut message = match why {
                 Why::NoCandidate => format!(
                     "no allowed mechanism applies to the points of order behind `{}`",

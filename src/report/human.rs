@@ -58,12 +58,18 @@ impl SourceCode for Source<'_> {
         let window = &self.text[from..to];
         let local = SourceSpan::new((start - from).into(), end - start);
         let inner = window.read_span(&local, before, after)?;
+        // miette counts the column in bytes (it is 0 when context lines are asked for); the
+        // `[file:line:column]` it prints must count characters, as every other format does.
+        let column = match inner.column() {
+            0 => 0,
+            _ => self.index.line_col(self.text, start).1 - 1,
+        };
         Ok(Box::new(MietteSpanContents::new_named(
             self.name.to_string(),
             inner.data(),
             SourceSpan::new((inner.span().offset() + from).into(), inner.span().len()),
             inner.line() + first,
-            inner.column(),
+            column,
             // miette merges two labels' snippets when `line() + line_count()` of the first
             // reaches the second's `line()`. For a `str`, miette's `line_count` counts from the
             // start of the input, so every label after the first merged into one snippet that
@@ -236,8 +242,8 @@ pub fn summary(r: &FileReport) -> String {
                     format!(
                         "{} ({})",
                         df.sinks[v.sink.index()].name,
-                        v.label
-                            .map_or("Unreached".into(), |l: Label| l.display(&df.keys))
+                        v.label.map_or("no source reaches it".into(), |l: Label| l
+                            .display(&df.keys))
                     )
                 })
                 .collect();

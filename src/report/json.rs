@@ -15,6 +15,7 @@ use std::rc::Rc;
 use serde::Serialize;
 use serde::ser::{Error as _, Serializer};
 
+use crate::analysis::point_code;
 use crate::check::{FileReport, Outcome};
 use crate::diagnostic::{Diagnostic, LineIndex};
 use crate::label::Label;
@@ -83,7 +84,8 @@ struct Sink<'a> {
     implicit: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     key: Option<Vec<String>>,
-    label: &'static str,
+    /// `null` when no source reaches the sink.
+    label: Option<&'static str>,
     name: &'a str,
     tolerate: &'static str,
 }
@@ -93,13 +95,16 @@ struct Stream<'a> {
     from: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     key: Option<Vec<String>>,
-    label: &'static str,
+    /// `null` when no source reaches the stream.
+    label: Option<&'static str>,
     to: &'a str,
 }
 
 #[derive(Serialize)]
 struct Point<'a> {
     annotation: &'static str,
+    /// The diagnostic code the point is reported with; `kind` is that code's name.
+    code: &'static str,
     column: usize,
     component: &'a str,
     from: &'a str,
@@ -166,14 +171,16 @@ fn file(r: &FileReport) -> File<'_> {
                     let c = df.component(p.component);
                     let path = &c.paths[p.path];
                     let (line, column) = index.line_col(text, path.label_span.offset);
+                    let code = point_code(c, path, p.kind, p.input_label, &df.keys);
                     Point {
+                        code: code.id,
                         annotation: path.annotation.as_str(),
                         column,
                         component: &c.name,
                         from: &df.iface(path.input).name,
                         gate: path.gate.map_or_else(Vec::new, |g| g.names(&df.keys)),
                         input_label: p.input_label.kind(),
-                        kind: p.kind.as_str(),
+                        kind: code.name,
                         line,
                         to: &df.iface(path.output).name,
                     }

@@ -11,14 +11,15 @@ pub mod sarif;
 
 use crate::label::{Keys, Label};
 
-/// `(label name, sorted key)` as the JSON format and others spell labels.
-pub fn label_parts(l: Option<Label>, keys: &Keys) -> (&'static str, Option<Vec<String>>) {
+/// `(label name, sorted key)` as the JSON format and others spell labels; no name when no
+/// source reaches the stream (it has no label, rather than a label of its own).
+pub fn label_parts(l: Option<Label>, keys: &Keys) -> (Option<&'static str>, Option<Vec<String>>) {
     match l {
-        None => ("Unreached", None),
+        None => (None, None),
         Some(Label::Seal(k)) => (
-            "Seal",
+            Some("Seal"),
             Some(keys.names(k).into_iter().map(str::to_string).collect()),
         ),
-        Some(l) => (l.kind(), None),
+        Some(l) => (Some(l.kind()), None),
     }
 }

@@ -9,10 +9,46 @@ fn point(p: &PointRef) -> String {
     } else {
         format!("({})", p.gate.join(", "))
     };
+    // The kind is a diagnostic code's name; said as words here.
+    let kind = match p.kind {
+        "unordered-write" => "an unordered write",
+        "transient-write" => "a write of Inst",
+        "unprotected-read" => "an unprotected read",
+        other => other,
+    };
     format!(
-        "{} {} -> {} {}{gate} ({})",
-        p.component, p.input, p.output, p.annotation, p.kind
+        "{} {} -> {} {}{gate} ({kind})",
+        p.component, p.input, p.output, p.annotation
     )
+}
+
+/// A label, or what stands for the absence of one.
+fn label(l: &Option<String>) -> &str {
+    l.as_deref().unwrap_or("(no source reaches it)")
+}
+
+/// What a seal barrier does: buffer each partition of its key until every producer sealed
+/// it, or with the empty key (`seal: []`, a bounded stream) the whole stream until every
+/// producer finished it.
+pub fn buffers(key: &[String], producers: &[String]) -> String {
+    let producers = producers_text(producers);
+    if key.is_empty() {
+        format!("buffers the whole stream until {producers} finished it")
+    } else {
+        format!(
+            "buffers each [{}] partition until {producers} sealed it",
+            key.join(", ")
+        )
+    }
+}
+
+/// Who a seal barrier waits for.
+pub fn producers_text(producers: &[String]) -> String {
+    if producers.is_empty() {
+        "its producer".to_string()
+    } else {
+        producers.join(" and ")
+    }
 }
 
 fn list(items: &[String]) -> String {
@@ -84,16 +120,11 @@ pub fn render(path: &str, plan: &Plan) -> String {
     }
     for b in &plan.barriers {
         s.push_str(&format!(
-            "  {:<13} {}.{} buffers each [{}] partition until {} sealed it (cost {}, {})\n",
+            "  {:<13} {}.{} {} (cost {}, {})\n",
             "seal-barrier",
             b.component,
             b.input,
-            list(&b.key),
-            if b.producers.is_empty() {
-                "its producer".to_string()
-            } else {
-                b.producers.join(" and ")
-            },
+            buffers(&b.key, &b.producers),
             b.cost,
             if b.added {
                 "added by the plan"
@@ -119,9 +150,9 @@ pub fn render(path: &str, plan: &Plan) -> String {
         .iter()
         .map(|k| {
             if k.before == k.after {
-                format!("{} {}", k.name, k.after)
+                format!("{} {}", k.name, label(&k.after))
             } else {
-                format!("{} {} -> {}", k.name, k.before, k.after)
+                format!("{} {} -> {}", k.name, label(&k.before), label(&k.after))
             }
         })
         .collect();

@@ -158,13 +158,22 @@ pub fn file_value(f: &PlannedFile) -> Value {
             "fixes": [],
             "fixes_complete": true,
             "sinks": [],
-            "runtime": format!(
-                "{} buffers each partition of `{}` on input `{}` until {} sealed it",
-                b.component,
-                b.key.join(", "),
-                b.input,
-                if b.producers.is_empty() { "its producer".to_string() } else { b.producers.join(" and ") }
-            ),
+            "runtime": if b.key.is_empty() {
+                format!(
+                    "{} buffers the whole stream on input `{}` until {} finished it",
+                    b.component,
+                    b.input,
+                    crate::report::plan_human::producers_text(&b.producers)
+                )
+            } else {
+                format!(
+                    "{} buffers each partition of `{}` on input `{}` until {} sealed it",
+                    b.component,
+                    b.key.join(", "),
+                    b.input,
+                    crate::report::plan_human::producers_text(&b.producers)
+                )
+            },
         })
     }));
     json!({

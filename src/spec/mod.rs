@@ -10,6 +10,7 @@
 
 mod reader;
 pub mod yaml;
+mod yaml_errors;
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -282,9 +283,10 @@ fn fold(name: &str) -> String {
 /// vector, not a map: mappings have a handful of fields and there is one per path.
 struct Fields<'n> {
     found: Vec<(&'static str, &'n Node, &'n Node)>,
-    /// Canonical fields that an unknown field was taken for a typo of: a "missing field"
-    /// error for them would only repeat the "unknown field" one.
-    suggested: Vec<&'static str>,
+    /// Canonical fields that an unknown field was taken for a typo of, with the index of that
+    /// "did you mean" diagnostic: a "missing field" error for them would only repeat it, and
+    /// what the missing field implies is said there instead (see [`Validator::amend`]).
+    suggested: Vec<(&'static str, usize)>,
 }
 
 impl<'n> Fields<'n> {
@@ -298,7 +300,14 @@ impl<'n> Fields<'n> {
         self.entry(name).map(|e| e.1)
     }
     fn was_suggested(&self, name: &str) -> bool {
-        self.suggested.contains(&name)
+        self.suggested.iter().any(|(f, _)| *f == name)
+    }
+    /// The index of the "did you mean `name`" diagnostic, if an unknown field was taken for it.
+    fn suggestion(&self, name: &str) -> Option<usize> {
+        self.suggested
+            .iter()
+            .find(|(f, _)| *f == name)
+            .map(|&(_, i)| i)
     }
 }
 
@@ -315,6 +324,18 @@ impl Validator<'_> {
 
     fn push(&mut self, d: Diagnostic) {
         self.diags.push(d);
+    }
+
+    /// Adds to the help of diagnostic `index` (a "did you mean") what the field it suggests
+    /// means here, instead of a second error about the field being absent: the user wrote the
+    /// field, only misspelt.
+    fn amend(&mut self, index: usize, more: &str) {
+        if let Some(d) = self.diags.get_mut(index) {
+            d.help = Some(match d.help.take() {
+                Some(h) => format!("{h} {more}"),
+                None => more.to_string(),
+            });
+        }
     }
 
     fn limit(&mut self, span: Span, message: String, flag: &str) {
@@ -472,7 +493,7 @@ impl Validator<'_> {
         known: &[(&str, &'static str)],
         what: &str,
         first: &dyn Fn(&str) -> Option<Span>,
-        suggested: &mut Vec<&'static str>,
+        suggested: &mut Vec<(&'static str, usize)>,
     ) -> Option<&'static str> {
         let Some(key) = k.as_str() else {
             self.wrong_type(k, "a field name", &format!("a key in {what}"));
@@ -488,7 +509,7 @@ impl Validator<'_> {
             d = match did_you_mean(key, names.iter().copied()) {
                 Some(s) => {
                     if let Some(&(_, c)) = known.iter().find(|(f, _)| *f == s) {
-                        suggested.push(c);
+                        suggested.push((c, self.diags.len()));
                     }
                     d.help(format!("did you mean `{s}`?"))
                 }
@@ -568,8 +589,13 @@ impl Validator<'_> {
             self.limit(
                 first_over.span,
                 format!(
-                    "{what} lists {} attributes, more than the limit of {} attributes per list",
+                    "{what} lists {} {}, more than the limit of {} per list",
                     items.len(),
+                    if items.len() == 1 {
+                        "attribute"
+                    } else {
+                        "attributes"
+                    },
                     self.limits.max_attributes
                 ),
                 "--max-attributes",
@@ -677,20 +703,24 @@ impl Validator<'_> {
             match t {
                 Some(t) => tolerate = Some((t, n.span)),
                 None => {
+                    // Every value the match above accepts, in order of the labels.
+                    const ACCEPTED: [&str; 5] = ["Seal", "Async", "Run", "Inst", "Diverge"];
                     let mut d = Diagnostic::new(
                         &codes::INVALID_VALUE,
                         format!(
-                            "`tolerate` of {what} must be Run, Inst or Diverge, but it is {}",
+                            "`tolerate` of {what} must be Async (the default; `Seal` means the same), Run, Inst or Diverge, but it is {}",
                             n.describe()
                         ),
                     )
                     .at(n.span, "unknown label");
-                    if let Some(s) = n
-                        .as_str()
-                        .and_then(|s| did_you_mean(s, ["Run", "Inst", "Diverge", "Async"]))
-                    {
-                        d = d.help(format!("did you mean `{s}`?"));
-                    }
+                    let written = n.as_str().unwrap_or_default();
+                    d = match did_you_mean(written, ACCEPTED) {
+                        Some(s) if s.eq_ignore_ascii_case(written) => {
+                            d.help(format!("did you mean `{s}`? label names are capitalised"))
+                        }
+                        Some(s) => d.help(format!("did you mean `{s}`?")),
+                        None => d.help("write the worst label the sink accepts: `tolerate: Run` accepts Run and every better label (Async, Seal)"),
+                    };
                     self.push(d);
                 }
             }
@@ -892,7 +922,23 @@ impl Validator<'_> {
                 ok = false;
             }
         }
-        if let Some(a) = annotation {
+        if let Some(a) = annotation
+            && gate_node.is_none()
+            && let Some(typo) = f.suggestion("gate")
+        {
+            // `gates:` was taken for `gate`: its did-you-mean says what this path needs.
+            let more = if a.is_confluent() {
+                format!("(a {} path takes no gate: remove the field)", a.as_str())
+            } else {
+                // Dropped like a path missing its gate: an OR/OW path without one is invalid.
+                ok = false;
+                format!(
+                    "(an {} path needs a gate: the partitions within which order matters)",
+                    a.as_str()
+                )
+            };
+            self.amend(typo, &more);
+        } else if let Some(a) = annotation {
             match (a.is_confluent(), gate_node) {
                 (true, Some(g)) => {
                     let key = f.key("gate").map_or(g.span, |k| k.span);

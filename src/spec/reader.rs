@@ -80,14 +80,21 @@ impl<T> Part<T> {
     /// Hands the section's diagnostics and attributes to `v`, and its items back; past its
     /// limit, reports the limit (with the total count) and gives no items: the spec stops
     /// there, as it did when the whole file was read first.
-    fn finish(self, v: &mut Validator, what: &str, limit: usize, flag: &str) -> Option<Vec<T>> {
+    fn finish(
+        self,
+        v: &mut Validator,
+        (one, many): (&str, &str),
+        limit: usize,
+        flag: &str,
+    ) -> Option<Vec<T>> {
         v.diags.extend(self.diags);
         if let Some(over) = self.over {
             v.limit(
                 over,
                 format!(
-                    "the spec declares {} {what}, more than the limit of {limit}",
-                    self.count
+                    "the spec declares {} {}, more than the limit of {limit}",
+                    self.count,
+                    if self.count == 1 { one } else { many }
                 ),
                 flag,
             );
@@ -130,8 +137,9 @@ pub(super) struct Reader<'t> {
     top: Vec<Diagnostic>,
     /// The root's fields found so far, with the span of their key.
     found: Vec<(&'static str, Span)>,
-    /// Fields that an unknown root key was taken for a typo of.
-    suggested: Vec<&'static str>,
+    /// Fields that an unknown root key was taken for a typo of (with the index of that
+    /// diagnostic among the validator's, which the root's are moved out of at once).
+    suggested: Vec<(&'static str, usize)>,
     /// The root is not a mapping (and was reported as such).
     not_a_map: bool,
     version: Option<Node>,
@@ -282,7 +290,7 @@ impl<'t> Reader<'t> {
 
         let has_components = self.found.iter().any(|(f, _)| *f == "components");
         if !has_components {
-            if !self.suggested.contains(&"components") {
+            if !self.suggested.iter().any(|(f, _)| *f == "components") {
                 let d =
                     Diagnostic::new(&codes::MISSING_FIELD, "the spec has no `components` field")
                         .at(Span::new(root.offset, 0), "the spec starts here")
@@ -292,7 +300,9 @@ impl<'t> Reader<'t> {
         } else {
             let limit = v.limits.max_components;
             let components = std::mem::take(&mut self.components);
-            let Some(items) = components.finish(v, "components", limit, "--max-components") else {
+            let Some(items) =
+                components.finish(v, ("component", "components"), limit, "--max-components")
+            else {
                 return;
             };
             spec.components = items;
@@ -300,7 +310,7 @@ impl<'t> Reader<'t> {
 
         let limit = v.limits.max_streams;
         let streams = std::mem::take(&mut self.streams);
-        let Some(items) = streams.finish(v, "streams", limit, "--max-streams") else {
+        let Some(items) = streams.finish(v, ("stream", "streams"), limit, "--max-streams") else {
             return;
         };
         spec.streams = items;

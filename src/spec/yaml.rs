@@ -14,6 +14,7 @@ use std::marker::PhantomData;
 use serde::de::{
     self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
 };
+use serde_saphyr::localizer::ExternalMessageSource;
 use serde_saphyr::{Budget, DuplicateKeyPolicy, Location, MergeKeyPolicy};
 
 use crate::codes;
@@ -820,6 +821,23 @@ fn convert_error(
         .at(span, "second document starts here")
         .help("put each dataflow in its own file and pass them all to `blazes check`");
     }
+    if let serde_saphyr::Error::UnknownAnchor { .. } = e.without_snippet() {
+        let name: String = text[offset..]
+            .trim_start_matches('*')
+            .chars()
+            .take_while(|c| !c.is_whitespace() && !matches!(c, ',' | ']' | '}'))
+            .collect();
+        return Diagnostic::new(
+            &codes::YAML_SYNTAX,
+            format!(
+                "the alias `*{name}` refers to no anchor: no value before it is marked `&{name}`"
+            ),
+        )
+        .at(span, "unknown alias")
+        .help(format!(
+            "mark the value to reuse with `&{name}` before this line, or fix the alias's spelling"
+        ));
+    }
     let raw = e.without_snippet().to_string();
     let msg = raw.rfind(" at line ").map_or(raw.as_str(), |i| &raw[..i]);
     let msg = msg.trim_start_matches("error: ").trim_end_matches('.');
@@ -831,7 +849,7 @@ fn convert_error(
     if let Some(tab) = indent.find('\t') {
         return Diagnostic::new(
             &codes::YAML_SYNTAX,
-            "invalid YAML: a tab is used for indentation, but YAML indents with spaces only",
+            "a tab is used for indentation, but YAML indents with spaces only",
         )
         .at(Span::new(line_start + tab, 1), "tab here")
         .help("replace the tabs at the start of the line with spaces");
@@ -844,12 +862,17 @@ fn convert_error(
         return Diagnostic::new(
             &codes::YAML_SYNTAX,
             format!(
-                "invalid YAML: the control character U+{:04X} is not allowed in a spec",
+                "the control character U+{:04X} is not allowed in a spec",
                 u32::from(c)
             ),
         )
         .at(Span::new(offset, c.len_utf8()), "control character")
         .help("a spec is text; remove the character, or check that this is the file you meant");
+    }
+    if let serde_saphyr::Error::ExternalMessage { source, .. } = e.without_snippet()
+        && let ExternalMessageSource::Parser(scan) = &**source
+    {
+        return super::yaml_errors::describe(scan.kind(), &scan.info(), text, index, offset);
     }
     if msg.contains("merge value must be") {
         return Diagnostic::new(&codes::YAML_SYNTAX, format!("invalid YAML: {msg}"))
