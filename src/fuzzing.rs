@@ -42,7 +42,7 @@ pub fn pipeline(bytes: &[u8], options: &Options) -> i32 {
     check_diagnostics(&report);
     let json = report::json::render(std::slice::from_ref(&report));
     let parsed: serde_json::Value = serde_json::from_str(&json).expect("the JSON output parses");
-    assert_eq!(parsed["version"], 1);
+    assert_eq!(parsed["version"], report::json::VERSION);
     let human = report::human::render(std::slice::from_ref(&report), Default::default());
     assert!(!human.contains("panicked"), "panic text in the output");
     let sarif = report::sarif::render(std::slice::from_ref(&report), None);

@@ -370,7 +370,7 @@ fn json_output_of_every_spec() {
         let o = blazes(&["check", "--format", "json", &path]);
         let text = stdout(&o);
         let v: Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(v["version"], 1);
+        assert_eq!(v["version"], 2);
         insta::assert_snapshot!(format!("json-{}", stem(&path)), text);
     }
 }

@@ -21,7 +21,7 @@ use crate::diagnostic::{Diagnostic, LineIndex};
 use crate::label::Label;
 use crate::report::label_parts;
 
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 #[derive(Serialize)]
 struct Document<'a> {
