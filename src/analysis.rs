@@ -834,9 +834,7 @@ pub fn sink_cause(
     let producers = chain
         .iter()
         .filter_map(|s| match df.streams[s.index()].from {
-            Producer::Output(o) if !labels.stream[s.index()].is_none_or(Label::is_safe) => {
-                Some(o)
-            }
+            Producer::Output(o) if !labels.stream[s.index()].is_none_or(Label::is_safe) => Some(o),
             _ => None,
         });
     let own = df.sinks[v.sink.index()].implicit;

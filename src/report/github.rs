@@ -75,9 +75,7 @@ fn command(reports: &[FileReport], index: &LineIndex, f: &Finding) -> String {
             let (df, an) = (&a.dataflow, &a.analysis);
             let chain = match &f.kind {
                 Kind::Point { point, .. } => an.points[*point].chain.clone(),
-                Kind::Sink { verdict } => {
-                    analysis::sink_chain(df, &an.labels, &an.sinks[*verdict])
-                }
+                Kind::Sink { verdict } => analysis::sink_chain(df, &an.labels, &an.sinks[*verdict]),
                 Kind::Other => Vec::new(),
             };
             if let Some(&s) = chain.first() {
@@ -96,7 +94,10 @@ fn command(reports: &[FileReport], index: &LineIndex, f: &Finding) -> String {
                 for b in sinks.iter().take(MAX_SINKS_LISTED) {
                     let sink = &df.sinks[an.sinks[b.verdict].sink.index()];
                     let (line, col) = at(sink.span);
-                    msg.push_str(&format!("\n  {line}:{col}: {}", diags[b.diagnostic].message));
+                    msg.push_str(&format!(
+                        "\n  {line}:{col}: {}",
+                        diags[b.diagnostic].message
+                    ));
                 }
                 if sinks.len() > MAX_SINKS_LISTED {
                     msg.push_str(&format!(

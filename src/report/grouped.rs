@@ -197,7 +197,10 @@ pub fn diagnostic<'a>(reports: &'a [FileReport], f: &Finding) -> &'a Diagnostic 
 }
 
 /// The order of severity: errors first, then by impact, by sinks broken, and output order.
-fn severity_key(f: &Finding, i: usize) -> (u8, std::cmp::Reverse<u8>, std::cmp::Reverse<usize>, usize) {
+fn severity_key(
+    f: &Finding,
+    i: usize,
+) -> (u8, std::cmp::Reverse<u8>, std::cmp::Reverse<usize>, usize) {
     let level = match f.severity {
         Severity::Error => 0,
         Severity::Warning => 1,

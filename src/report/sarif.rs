@@ -323,7 +323,11 @@ fn plain(s: &str) -> String {
             return false;
         };
         let rest = &bytes[close + 1..];
-        let digits = rest.iter().skip(1).take_while(|b| b.is_ascii_digit()).count();
+        let digits = rest
+            .iter()
+            .skip(1)
+            .take_while(|b| b.is_ascii_digit())
+            .count();
         rest.first() == Some(&b'(') && digits > 0 && rest.get(1 + digits) == Some(&b')')
     };
     let mut out = String::with_capacity(s.len());
@@ -358,9 +362,14 @@ fn result<'a>(reports: &'a [FileReport], f: &Finding, at: &At<'a, '_>, fp: &str)
         };
         if let Some(&s) = chain.first() {
             let st = &df.streams[s.index()];
-            let label = an.labels.stream[s.index()].map_or_else(|| "Unreached".to_string(), |l| l.display(&df.keys));
+            let label = an.labels.stream[s.index()]
+                .map_or_else(|| "Unreached".to_string(), |l| l.display(&df.keys));
             if let Some(pl) = at.location(st.from_span, false) {
-                let what = if matches!(f.kind, Kind::Point { .. }) { "input" } else { "label" };
+                let what = if matches!(f.kind, Kind::Point { .. }) {
+                    "input"
+                } else {
+                    "label"
+                };
                 text.push_str(&format!(
                     " Its {what} comes [from `{}`](1), {} upstream, where it is {}.",
                     link_text(&st.from_text),
@@ -406,7 +415,10 @@ fn result<'a>(reports: &'a [FileReport], f: &Finding, at: &At<'a, '_>, fp: &str)
                 text.push_str(": ");
                 text.push_str(&listed.join(", "));
                 if sinks.len() > listed.len() {
-                    text.push_str(&format!(" and {} more", grouped::thousands(sinks.len() - listed.len())));
+                    text.push_str(&format!(
+                        " and {} more",
+                        grouped::thousands(sinks.len() - listed.len())
+                    ));
                 }
             }
             text.push('.');
