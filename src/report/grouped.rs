@@ -262,6 +262,128 @@ pub fn thousands(n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::{self, Options};
+
+    fn generated(components: usize) -> Vec<FileReport> {
+        let text = crate::generator::generate(&crate::generator::GenOptions {
+            components,
+            seed: 5,
+            ..Default::default()
+        });
+        let options = Options {
+            chain_notes: false,
+            ..Options::default()
+        };
+        vec![check::check_bytes("gen.yaml", text.as_bytes(), &options)]
+    }
+
+    /// Each failing sink reported exactly once: under one point of order, or on its own.
+    fn each_failing_sink_once(reports: &[FileReport], found: &[Finding]) -> Result<(), String> {
+        let Outcome::Analysed(a) = &reports[0].outcome else {
+            return Err("not analysed".into());
+        };
+        let mut seen = vec![0u32; a.analysis.sinks.len()];
+        for f in found {
+            match &f.kind {
+                Kind::Point { sinks, .. } => sinks.iter().for_each(|b| seen[b.verdict] += 1),
+                Kind::Sink { verdict } => seen[*verdict] += 1,
+                Kind::Other if diagnostic(reports, f).code.id == "C004" => {
+                    return Err("a C004 reported without its sink".into());
+                }
+                Kind::Other => {}
+            }
+        }
+        for (vi, v) in a.analysis.sinks.iter().enumerate() {
+            let expected = u32::from(v.failing);
+            if seen[vi] != expected {
+                return Err(format!("sink {vi} reported {} times", seen[vi]));
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn every_failing_sink_is_reported_once() {
+        let reports = generated(600);
+        let mut found = findings(&reports);
+        let grouped: usize = found
+            .iter()
+            .map(|f| match &f.kind {
+                Kind::Point { sinks, .. } => sinks.len(),
+                _ => 0,
+            })
+            .sum();
+        assert!(
+            grouped > 10,
+            "the spec groups sinks under points ({grouped})"
+        );
+        assert_eq!(each_failing_sink_once(&reports, &found), Ok(()));
+        // Negative controls: the grouping minus one sink, and the grouping plus the sink's own
+        // result again, both fail the same check.
+        let p = found
+            .iter()
+            .position(|f| matches!(&f.kind, Kind::Point { sinks, .. } if !sinks.is_empty()))
+            .unwrap();
+        let Kind::Point { sinks, .. } = &mut found[p].kind else {
+            unreachable!()
+        };
+        let dropped = sinks.pop().unwrap();
+        assert!(each_failing_sink_once(&reports, &found).is_err());
+        found.push(Finding {
+            file: 0,
+            diagnostic: dropped.diagnostic,
+            severity: Severity::Error,
+            kind: Kind::Sink {
+                verdict: dropped.verdict,
+            },
+            impact: 0,
+        });
+        assert_eq!(each_failing_sink_once(&reports, &found), Ok(()));
+        found.push(Finding {
+            file: 0,
+            diagnostic: dropped.diagnostic,
+            severity: Severity::Error,
+            kind: Kind::Sink {
+                verdict: dropped.verdict,
+            },
+            impact: 0,
+        });
+        assert!(each_failing_sink_once(&reports, &found).is_err());
+    }
+
+    /// No left-out finding is more severe than a kept one.
+    fn keeps_the_most_severe(found: &[Finding], keep: &[bool]) -> bool {
+        let key = |f: &Finding| severity_key(f, 0);
+        let worst_kept = found
+            .iter()
+            .zip(keep)
+            .filter(|(_, k)| **k)
+            .map(|(f, _)| key(f))
+            .max();
+        found
+            .iter()
+            .zip(keep)
+            .filter(|(_, k)| !**k)
+            .all(|(f, _)| worst_kept.is_none_or(|w| key(f) >= w))
+    }
+
+    #[test]
+    fn truncation_keeps_the_most_severe() {
+        let reports = generated(600);
+        let found = findings(&reports);
+        assert!(found.len() > 100);
+        for max in [1, 10, 50, found.len() - 1] {
+            let keep = select(&found, max);
+            assert_eq!(keep.iter().filter(|k| **k).count(), max);
+            assert!(keeps_the_most_severe(&found, &keep), "max {max}");
+            let (e, w) = left_out(&found, &keep);
+            assert_eq!(e + w, found.len() - max);
+        }
+        assert!(select(&found, found.len()).iter().all(|k| *k));
+        // Negative control: keeping the first ones in output order is not the most severe.
+        let first: Vec<bool> = (0..found.len()).map(|i| i < 50).collect();
+        assert!(!keeps_the_most_severe(&found, &first));
+    }
 
     #[test]
     fn thousands_separators() {
