@@ -396,7 +396,8 @@ fn result<'a>(reports: &'a [FileReport], f: &Finding, at: &At<'a, '_>, fp: &str)
                 let Some(pl) = at.location(sink.span, false) else {
                     continue;
                 };
-                let id = related.len() + 1;
+                // Id 1 is the origin; the sinks are 2, 3, ...
+                let id = listed.len() + 2;
                 let label = v.label.map_or("Unreached", |l| l.kind());
                 listed.push(format!("[`{}`]({id}) ({label})", link_text(&sink.name)));
                 related.push(LocationOut {
