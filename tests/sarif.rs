@@ -573,3 +573,40 @@ fn max_results_must_be_a_positive_number() {
         );
     }
 }
+
+#[test]
+fn a_point_of_order_keeps_its_fingerprint_when_its_labels_and_text_change() {
+    let spec = std::fs::read_to_string(root().join("specs/wordcount.yaml")).unwrap();
+    let fp_of = |name: &str, text: &str| {
+        let d = temp_dir(name);
+        std::fs::write(d.join("wc.yaml"), text).unwrap();
+        let v = sarif_in(&d, "wc.yaml");
+        let _ = std::fs::remove_dir_all(&d);
+        let c001 = results(&v)
+            .into_iter()
+            .find(|r| r["ruleId"] == "C001")
+            .unwrap();
+        (
+            c001["partialFingerprints"]["primaryLocationLineHash"].clone(),
+            c001["message"]["text"].as_str().unwrap().to_string(),
+        )
+    };
+    let (base, base_text) = fp_of("fp-base", &spec);
+    // Replicated, with another gate order: the message and the line change, the finding is
+    // the same point of order.
+    let edited = spec
+        .replace(
+            "  Count:\n    paths:",
+            "  Count:\n    replicas: 3\n    paths:",
+        )
+        .replace("gate: [word, batch]", "gate: [batch, word]");
+    let (same, same_text) = fp_of("fp-edited", &edited);
+    assert_ne!(
+        base_text, same_text,
+        "the edit changes what the result says"
+    );
+    assert_eq!(base, same, "but not its identity");
+    // Negative control: another component is another finding.
+    let (other, _) = fp_of("fp-renamed", &spec.replace("Count", "Tally"));
+    assert_ne!(base, other);
+}
