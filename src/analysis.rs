@@ -804,6 +804,103 @@ fn existing_order_hint(df: &Dataflow, c: &Component, k: KeySet, g: KeySet) -> St
     }
 }
 
+/// The provenance chain of a failing sink's label: for an implicit sink, the chain into the
+/// path that set its output; for a declared sink, the chain into the producer of the first
+/// stream that brings the sink's label, then that stream.
+pub fn sink_chain(df: &Dataflow, labels: &Labels, v: &SinkVerdict) -> Vec<StreamId> {
+    let sink = &df.sinks[v.sink.index()];
+    match sink.implicit {
+        Some(o) => {
+            let c = df.ifaces[o.index()].component;
+            labels.cause[o.index()].map_or_else(Vec::new, |pi| {
+                chain(
+                    df,
+                    labels,
+                    df.components[c.index()].paths[pi as usize].input,
+                )
+            })
+        }
+        None => {
+            let mut ch = Vec::new();
+            if let Some(&s) = sink
+                .streams
+                .iter()
+                .find(|s| labels.stream[s.index()] == v.label)
+            {
+                if let Producer::Output(o) = df.streams[s.index()].from
+                    && let Some(pi) = labels.cause[o.index()]
+                {
+                    let c = df.ifaces[o.index()].component;
+                    ch = chain(
+                        df,
+                        labels,
+                        df.components[c.index()].paths[pi as usize].input,
+                    );
+                }
+                ch.push(s);
+            }
+            ch
+        }
+    }
+}
+
+/// Where each component's points of order are in the list of points (they are contiguous:
+/// points are found component by component), for [`sink_cause`].
+pub struct PointsByComponent {
+    first: Vec<u32>,
+}
+
+impl PointsByComponent {
+    pub fn new(df: &Dataflow, points: &[PointOfOrder]) -> Self {
+        let mut first = vec![u32::MAX; df.components.len()];
+        for (i, p) in points.iter().enumerate().rev() {
+            first[p.component.index()] = i as u32;
+        }
+        PointsByComponent { first }
+    }
+
+    fn has(&self, c: CompId) -> bool {
+        self.first[c.index()] != u32::MAX
+    }
+}
+
+/// The point of order that causes a failing sink's label, as an index into `points`: on the
+/// first-declared component of the sink's chain (`chain`, from [`sink_chain`]) that has a point
+/// of order (the one the C004 help names), the point on the path the chain leaves that
+/// component by (or its first point).
+/// Only streams already carrying a bad label count: the point that spoilt the label is the
+/// cause, not an earlier one the chain merely passes through. A lookup per chain step, not a
+/// scan of all points: big specs have thousands of both.
+pub fn sink_cause(
+    df: &Dataflow,
+    labels: &Labels,
+    points: &[PointOfOrder],
+    by_component: &PointsByComponent,
+    v: &SinkVerdict,
+    chain: &[StreamId],
+) -> Option<usize> {
+    let producers = chain
+        .iter()
+        .filter_map(|s| match df.streams[s.index()].from {
+            Producer::Output(o) if !labels.stream[s.index()].is_none_or(Label::is_safe) => Some(o),
+            _ => None,
+        });
+    let own = df.sinks[v.sink.index()].implicit;
+    let output = producers
+        .chain(own)
+        .filter(|o| by_component.has(df.ifaces[o.index()].component))
+        .min_by_key(|o| df.ifaces[o.index()].component.index())?;
+    let c = df.ifaces[output.index()].component;
+    let first = by_component.first[c.index()] as usize;
+    let on_chain = labels.cause[output.index()].map(|pi| pi as usize);
+    let of_c = points[first..]
+        .iter()
+        .take_while(|p| p.component == c)
+        .position(|p| Some(p.path) == on_chain)
+        .unwrap_or(0);
+    Some(first + of_c)
+}
+
 fn findings(
     df: &Dataflow,
     labels: &Labels,
@@ -890,10 +987,7 @@ fn findings(
             .help(fix_hint(df, point));
         out.push(chained(d, &point.chain));
     }
-    let mut has_point = vec![false; df.components.len()];
-    for p in points {
-        has_point[p.component.index()] = true;
-    }
+    let by_component = PointsByComponent::new(df, points);
     for v in sinks.iter().filter(|v| v.failing) {
         let sink = &df.sinks[v.sink.index()];
         let l = show(v.label, &df.keys);
@@ -906,62 +1000,12 @@ fn findings(
             (None, FailOn::Inst) => "at worst Run (`--fail-on inst`)".to_string(),
             (None, FailOn::Diverge) => "at worst Inst (`--fail-on diverge`)".to_string(),
         };
-        let chain = match sink.implicit {
-            Some(o) => {
-                let c = df.ifaces[o.index()].component;
-                labels.cause[o.index()].map_or_else(Vec::new, |pi| {
-                    chain(
-                        df,
-                        labels,
-                        df.components[c.index()].paths[pi as usize].input,
-                    )
-                })
-            }
-            None => {
-                let mut ch = Vec::new();
-                if let Some(&s) = sink
-                    .streams
-                    .iter()
-                    .find(|s| labels.stream[s.index()] == v.label)
-                {
-                    if let Producer::Output(o) = df.streams[s.index()].from
-                        && let Some(pi) = labels.cause[o.index()]
-                    {
-                        let c = df.ifaces[o.index()].component;
-                        ch = chain(
-                            df,
-                            labels,
-                            df.components[c.index()].paths[pi as usize].input,
-                        );
-                    }
-                    ch.push(s);
-                }
-                ch
-            }
-        };
+        let chain = sink_chain(df, labels, v);
         let kind = if sink.implicit.is_some() {
             "implicit sink"
         } else {
             "sink"
         };
-        // The most upstream component on the chain that has a point of order (a lookup per
-        // chain step, not a scan of all points: big specs have thousands of both).
-        // Only streams already carrying a bad label count: the point that spoilt the label is the
-        // cause, not an earlier one the chain merely passes through.
-        let producers = chain
-            .iter()
-            .filter_map(|s| match df.streams[s.index()].from {
-                Producer::Output(o) if !labels.stream[s.index()].is_none_or(Label::is_safe) => {
-                    Some(df.ifaces[o.index()].component)
-                }
-                _ => None,
-            });
-        let own = sink.implicit.map(|o| df.ifaces[o.index()].component);
-        let culprit = producers
-            .chain(own)
-            .filter(|c| has_point[c.index()])
-            .min_by_key(|c| c.index())
-            .map(|c| df.components[c.index()].name.clone());
         let tolerate = v.label.map_or("Run", |l| l.kind());
         // An implicit sink is not written in the spec: say how to write it, with its tolerance.
         let accept = match sink.implicit {
@@ -983,6 +1027,8 @@ fn findings(
             }
             None => format!("declare `tolerate: {tolerate}` on the sink if this is acceptable"),
         };
+        let culprit = sink_cause(df, labels, points, &by_component, v, &chain)
+            .map(|i| df.components[points[i].component.index()].name.clone());
         let help = match culprit {
             Some(c) => format!(
                 "the point of order at {c} causes this; fix it (see `blazes plan`), or {accept}"

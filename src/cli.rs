@@ -184,6 +184,11 @@ pub struct CheckArgs {
     /// Colour in human output.
     #[arg(long, value_enum, default_value_t = Color::Auto)]
     pub color: Color,
+    /// Most results of `--format sarif` (default 5000, what GitHub code scanning shows of a
+    /// run), or most annotations of each level of `--format github` (default 10, what GitHub
+    /// shows per step). The most severe are kept; the output says how many were left out.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_results: Option<u64>,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -269,9 +274,10 @@ fn run_check(args: &CheckArgs) -> i32 {
             FailOnArg::Never => FailOn::Never,
         },
         limits: args.limits.limits(),
-        // The JSON document has no related notes; on a big spec they are a quarter of the
+        // Only the human format prints the provenance chains as notes (the others take what
+        // they need from the points of order); on a big spec they are a quarter of the
         // analysis' memory.
-        chain_notes: !matches!(args.format, Format::Json),
+        chain_notes: matches!(args.format, Format::Human),
     };
     let reports = check_files(&args.specs, &options);
     let text = match args.format {
@@ -292,9 +298,20 @@ fn run_check(args: &CheckArgs) -> i32 {
         }
         Format::Sarif => {
             let cwd = std::env::current_dir().ok();
-            Some(report::sarif::render(&reports, cwd.as_deref()))
+            let max = args
+                .max_results
+                .map_or(report::sarif::DEFAULT_MAX_RESULTS, |n| n as usize);
+            // Written as it is serialised, like JSON.
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            let _ = report::sarif::write(&reports, cwd.as_deref(), max, &mut out)
+                .and_then(|()| out.flush());
+            None
         }
-        Format::Github => Some(report::github::render(&reports)),
+        Format::Github => Some(report::github::render_bounded(
+            &reports,
+            args.max_results
+                .map_or(report::github::DEFAULT_MAX_PER_LEVEL, |n| n as usize),
+        )),
     };
     if let Some(text) = text {
         write_out(&text);

@@ -1,12 +1,17 @@
 //! `--format github`: GitHub Actions workflow commands (`::error file=...,line=...::msg`), one
-//! per diagnostic, so findings appear inline on the pull request's changed files.
+//! per finding (a point of order carries the sinks it breaks), so findings appear inline on
+//! the pull request's changed files. GitHub shows at most 10 error and 10 warning annotations
+//! of a step (and 50 of a job); more would only be noise in the log, so the most severe of
+//! each level are printed and a notice counts the rest.
 //!
 //! The escaping is the one GitHub's own toolkit (`@actions/core`) applies: `%`, CR and LF in
 //! the message; additionally `:` and `,` in property values, which would otherwise end the
 //! value early.
 
-use crate::check::FileReport;
-use crate::diagnostic::{Diagnostic, LineIndex, Severity};
+use crate::analysis;
+use crate::check::{FileReport, Outcome};
+use crate::diagnostic::{LineIndex, Severity};
+use crate::report::grouped::{self, Finding, Kind};
 
 fn escape_data(s: &str) -> String {
     s.replace('%', "%25")
@@ -28,7 +33,17 @@ fn file_property(path: &str) -> String {
     p
 }
 
-fn command(path: &str, text: &str, index: &LineIndex, d: &Diagnostic) -> String {
+/// How many annotations of each level are printed by default: what GitHub shows of a step
+/// (10 errors and 10 warnings; 50 per job).
+pub const DEFAULT_MAX_PER_LEVEL: usize = 10;
+
+/// How many failing sinks a point of order's annotation lists; it counts the others.
+pub const MAX_SINKS_LISTED: usize = 10;
+
+fn command(reports: &[FileReport], index: &LineIndex, f: &Finding) -> String {
+    let r = &reports[f.file];
+    let (path, text) = (r.path.as_str(), r.text.as_str());
+    let d = grouped::diagnostic(reports, f);
     let kind = match d.severity {
         Severity::Error => "error",
         Severity::Warning => "warning",
@@ -54,9 +69,50 @@ fn command(path: &str, text: &str, index: &LineIndex, d: &Diagnostic) -> String 
         escape_property(&format!("{} {}", d.code.id, d.code.name))
     ));
     let mut msg = d.message.clone();
-    for n in &d.related {
-        let (line, col) = index.line_col(text, n.span.offset);
-        msg.push_str(&format!("\n  {line}:{col}: {}", n.text));
+    let at = |span: crate::diagnostic::Span| index.line_col(text, span.offset);
+    match (&r.outcome, &f.kind) {
+        (Outcome::Analysed(a), Kind::Point { .. } | Kind::Sink { .. }) => {
+            let (df, an) = (&a.dataflow, &a.analysis);
+            let chain = match &f.kind {
+                Kind::Point { point, .. } => an.points[*point].chain.clone(),
+                Kind::Sink { verdict } => analysis::sink_chain(df, &an.labels, &an.sinks[*verdict]),
+                Kind::Other => Vec::new(),
+            };
+            if let Some(&s) = chain.first() {
+                let st = &df.streams[s.index()];
+                let label = an.labels.stream[s.index()]
+                    .map_or_else(|| "Unreached".to_string(), |l| l.display(&df.keys));
+                let (line, col) = at(st.from_span);
+                let n = chain.len();
+                msg.push_str(&format!(
+                    "\n  {line}:{col}: {label} from here ({n} stream{} upstream)",
+                    if n == 1 { "" } else { "s" }
+                ));
+            }
+            if let Kind::Point { sinks, .. } = &f.kind {
+                let diags = r.diagnostics();
+                for b in sinks.iter().take(MAX_SINKS_LISTED) {
+                    let sink = &df.sinks[an.sinks[b.verdict].sink.index()];
+                    let (line, col) = at(sink.span);
+                    msg.push_str(&format!(
+                        "\n  {line}:{col}: {}",
+                        diags[b.diagnostic].message
+                    ));
+                }
+                if sinks.len() > MAX_SINKS_LISTED {
+                    msg.push_str(&format!(
+                        "\n  and {} more failing sinks",
+                        grouped::thousands(sinks.len() - MAX_SINKS_LISTED)
+                    ));
+                }
+            }
+        }
+        _ => {
+            for n in &d.related {
+                let (line, col) = at(n.span);
+                msg.push_str(&format!("\n  {line}:{col}: {}", n.text));
+            }
+        }
     }
     if let Some(h) = &d.help {
         msg.push_str(&format!("\nhelp: {h}"));
@@ -64,15 +120,46 @@ fn command(path: &str, text: &str, index: &LineIndex, d: &Diagnostic) -> String 
     format!("::{kind} {}::{}\n", props.join(","), escape_data(&msg))
 }
 
-/// One workflow command per diagnostic, files in the order given, diagnostics in their
-/// sorted order. A file with no diagnostic prints nothing.
+/// [`render_bounded`] with GitHub's per-step limits.
 pub fn render(reports: &[FileReport]) -> String {
-    let mut out = String::new();
-    for r in reports {
-        let index = LineIndex::new(&r.text);
-        for d in r.diagnostics() {
-            out.push_str(&command(&r.path, &r.text, &index, d));
+    render_bounded(reports, DEFAULT_MAX_PER_LEVEL)
+}
+
+/// One workflow command per finding (a point of order with the sinks it breaks, see
+/// [`grouped`]), files in the order given, findings in their sorted order, at most
+/// `max_per_level` errors and as many warnings: the most severe of each. When some were left
+/// out, a final notice says how many. A file with no diagnostic prints nothing.
+pub fn render_bounded(reports: &[FileReport], max_per_level: usize) -> String {
+    let findings = grouped::findings(reports);
+    let (errors, warnings): (Vec<usize>, Vec<usize>) =
+        (0..findings.len()).partition(|&i| findings[i].severity == Severity::Error);
+    let mut keep = vec![false; findings.len()];
+    for level in [errors, warnings] {
+        let chosen = grouped::select_among(&findings, &level, max_per_level);
+        for i in chosen {
+            keep[i] = true;
         }
+    }
+    let mut out = String::new();
+    let mut index: Option<(usize, LineIndex)> = None;
+    for (f, _) in findings.iter().zip(&keep).filter(|(_, k)| **k) {
+        if index.as_ref().is_none_or(|(file, _)| *file != f.file) {
+            index = Some((f.file, LineIndex::new(&reports[f.file].text)));
+        }
+        let (_, index) = index.as_ref().expect("set above");
+        out.push_str(&command(reports, index, f));
+    }
+    let (errors, warnings) = grouped::left_out(&findings, &keep);
+    if errors + warnings > 0 {
+        out.push_str(&format!(
+            "::notice title={}::{} errors and {} warnings were left out: GitHub shows at most 10 error and 10 warning annotations per step (50 per job), and those above are the most severe. Run `blazes check` for every finding, or pass --max-results N.\n",
+            escape_property(&format!(
+                "blazes: {} findings not annotated",
+                grouped::thousands(errors + warnings)
+            )),
+            grouped::thousands(errors),
+            grouped::thousands(warnings)
+        ));
     }
     out
 }

@@ -2,6 +2,7 @@
 //! CLI decides where it goes. Every format is deterministic: same input, same bytes.
 
 pub mod github;
+pub mod grouped;
 pub mod human;
 pub mod json;
 pub mod plan_human;

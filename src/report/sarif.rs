@@ -5,17 +5,19 @@
 //! are UTF-16 code units (SARIF's default `columnKind`, stated explicitly on the run) because
 //! that is what GitHub and the SARIF viewers compute positions in.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::io::{self, Write};
 
+use serde::{Serialize, Serializer};
 use serde_sarif::sarif::{
-    ArtifactContent, ArtifactLocation, Location, Message, MultiformatMessageString,
-    PhysicalLocation, Region, ReportingConfiguration, ReportingDescriptor, Result as SarifResult,
-    ResultLevel, Run, Sarif, Tool, ToolComponent,
+    MultiformatMessageString, ReportingConfiguration, ReportingDescriptor, Tool, ToolComponent,
 };
 
-use crate::check::FileReport;
+use crate::analysis;
+use crate::check::{FileReport, Outcome};
 use crate::codes::{self, Code};
-use crate::diagnostic::{Diagnostic, LineIndex, Severity, Span};
+use crate::diagnostic::{LineIndex, Severity, Span};
+use crate::report::grouped::{self, Finding, Kind};
 
 /// The OASIS schema of the format version we write.
 pub const SCHEMA: &str =
@@ -35,19 +37,61 @@ pub const INFORMATION_URI: &str = {
 /// The key of our `partialFingerprints` entry; bump the version when the hashed fields change,
 /// so code scanning treats old and new fingerprints as different schemes instead of
 /// mismatching them.
-pub const FINGERPRINT_KEY: &str = "blazes/v1";
+pub const FINGERPRINT_KEY: &str = "blazes/v2";
 
 /// The base the artifact URIs are relative to (GitHub resolves it to the repository root).
 pub const SRCROOT: &str = "%SRCROOT%";
 
-/// Renders the reports as one SARIF log (pretty-printed JSON, trailing newline). `cwd` makes
-/// absolute spec paths relative; relative paths are used as given.
+/// How many results a log keeps by default: what GitHub code scanning shows of a run (it
+/// rejects a run of more than 25,000 and shows the 5,000 most severe).
+pub const DEFAULT_MAX_RESULTS: usize = 5000;
+
+/// How many failing sinks a point of order's result names; the message counts the others.
+pub const MAX_SINKS_LISTED: usize = 10;
+
+/// Renders the reports as one SARIF log (pretty-printed JSON, trailing newline) of at most
+/// [`DEFAULT_MAX_RESULTS`] results. `cwd` makes absolute spec paths relative; relative paths
+/// are used as given.
 pub fn render(reports: &[FileReport], cwd: Option<&std::path::Path>) -> String {
+    let mut out = Vec::new();
+    write(reports, cwd, DEFAULT_MAX_RESULTS, &mut out).expect("writing to memory does not fail");
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+/// Writes the reports as one SARIF log of at most `max_results` results (the most severe,
+/// see [`grouped::select`]; the run's notifications say how many were left out). The results
+/// are serialised one by one as they are written: the log is never held whole.
+pub fn write(
+    reports: &[FileReport],
+    cwd: Option<&std::path::Path>,
+    max_results: usize,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let findings = grouped::findings(reports);
+    let keep = grouped::select(&findings, max_results);
+    let uris: Vec<Option<(String, bool)>> =
+        reports.iter().map(|r| artifact_uri(&r.path, cwd)).collect();
+    let fingerprints = fingerprints(reports, &uris, &findings);
+    let (errors, warnings) = grouped::left_out(&findings, &keep);
+    let notifications = if errors + warnings == 0 {
+        Vec::new()
+    } else {
+        vec![Notification {
+            level: "warning",
+            message: Text {
+                text: format!(
+                    "{} of {} results were left out ({} errors, {} warnings): this log keeps the {} most severe (--max-results {}). GitHub code scanning rejects a run of more than 25,000 results and shows its 5,000 most severe; pass --max-results N to keep more, or run `blazes check` for every finding.",
+                    grouped::thousands(errors + warnings),
+                    grouped::thousands(findings.len()),
+                    grouped::thousands(errors),
+                    grouped::thousands(warnings),
+                    grouped::thousands(max_results),
+                    max_results
+                ),
+            },
+        }]
+    };
     let rules: Vec<ReportingDescriptor> = codes::ALL.iter().map(|c| rule(c)).collect();
-    let mut results = Vec::new();
-    for r in reports {
-        file_results(r, cwd, &mut results);
-    }
     let driver = ToolComponent::builder()
         .name("blazes")
         .full_name(format!("blazes {}", env!("CARGO_PKG_VERSION")))
@@ -56,21 +100,380 @@ pub fn render(reports: &[FileReport], cwd: Option<&std::path::Path>) -> String {
         .information_uri(INFORMATION_URI)
         .rules(rules)
         .build();
-    let run = Run::builder()
-        .tool(Tool::builder().driver(driver).build())
-        .column_kind(serde_json::json!("utf16CodeUnits"))
-        .results(results)
-        .build();
-    let log = Sarif::builder()
-        .schema(SCHEMA)
-        .version(serde_json::json!("2.1.0"))
-        .runs(vec![run])
-        .build();
-    let mut s = serde_json::to_string_pretty(&log).expect("a SARIF log always serialises");
-    s.push('\n');
-    s
+    let log = Log {
+        schema: SCHEMA,
+        runs: [RunOut {
+            column_kind: "utf16CodeUnits",
+            invocations: [Invocation {
+                execution_successful: true,
+                tool_execution_notifications: notifications,
+            }],
+            results: Results {
+                reports,
+                uris: &uris,
+                findings: &findings,
+                keep: &keep,
+                fingerprints: &fingerprints,
+            },
+            tool: Tool::builder().driver(driver).build(),
+        }],
+        version: "2.1.0",
+    };
+    serde_json::to_writer_pretty(&mut *out, &log)?;
+    out.write_all(b"\n")
 }
 
+#[derive(Serialize)]
+struct Log<'a> {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    runs: [RunOut<'a>; 1],
+    version: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RunOut<'a> {
+    column_kind: &'static str,
+    invocations: [Invocation; 1],
+    results: Results<'a>,
+    tool: Tool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Invocation {
+    execution_successful: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_execution_notifications: Vec<Notification>,
+}
+
+#[derive(Serialize)]
+struct Notification {
+    level: &'static str,
+    message: Text,
+}
+
+#[derive(Serialize)]
+struct Text {
+    text: String,
+}
+
+#[derive(Serialize)]
+struct Snippet<'a> {
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RegionOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    end_column: Option<i64>,
+    end_line: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snippet: Option<Snippet<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    start_column: Option<i64>,
+    start_line: i64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ArtifactOut {
+    uri: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uri_base_id: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Physical<'a> {
+    artifact_location: ArtifactOut,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    context_region: Option<RegionOut<'a>>,
+    region: RegionOut<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LocationOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<Text>,
+    physical_location: Physical<'a>,
+}
+
+#[derive(Serialize)]
+struct Fingerprints {
+    #[serde(rename = "blazes/v2")]
+    blazes: String,
+    #[serde(rename = "primaryLocationLineHash")]
+    line_hash: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ResultOut<'a> {
+    level: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    locations: Vec<LocationOut<'a>>,
+    message: Text,
+    partial_fingerprints: Fingerprints,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    related_locations: Vec<LocationOut<'a>>,
+    rule_id: &'static str,
+    rule_index: usize,
+}
+
+/// The kept findings, serialised one at a time.
+struct Results<'a> {
+    reports: &'a [FileReport],
+    uris: &'a [Option<(String, bool)>],
+    findings: &'a [Finding],
+    keep: &'a [bool],
+    fingerprints: &'a [String],
+}
+
+impl Serialize for Results<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // The line index of the file being written; files come one after the other.
+        let mut index: Option<(usize, LineIndex)> = None;
+        s.collect_seq(
+            self.findings
+                .iter()
+                .zip(self.keep)
+                .zip(self.fingerprints)
+                .filter(|((_, keep), _)| **keep)
+                .map(|((f, _), fp)| {
+                    if index.as_ref().is_none_or(|(file, _)| *file != f.file) {
+                        index = Some((f.file, LineIndex::new(&self.reports[f.file].text)));
+                    }
+                    let (_, index) = index.as_ref().expect("set above");
+                    let at = At {
+                        text: &self.reports[f.file].text,
+                        index,
+                        uri: &self.uris[f.file],
+                    };
+                    result(self.reports, f, &at, fp)
+                }),
+        )
+    }
+}
+
+/// Where a file's locations point.
+struct At<'a, 'i> {
+    text: &'a str,
+    index: &'i LineIndex,
+    uri: &'a Option<(String, bool)>,
+}
+
+impl<'a> At<'a, '_> {
+    /// A location at `span`; `context` adds the snippet and the lines around it, which the
+    /// primary location carries so that viewers without the repository can show it.
+    fn location(&self, span: Span, context: bool) -> Option<Physical<'a>> {
+        let (u, relative) = self.uri.as_ref()?;
+        let (text, index) = (self.text, self.index);
+        let (sl, sc) = line_col_utf16(text, index, span.offset);
+        let (el, ec) = line_col_utf16(text, index, span.end());
+        let snippet = text
+            .get(span.offset..span.end())
+            .filter(|t| context && !t.is_empty())
+            .map(|t| Snippet { text: t });
+        Some(Physical {
+            artifact_location: ArtifactOut {
+                uri: u.clone(),
+                uri_base_id: relative.then_some(SRCROOT),
+            },
+            context_region: if context {
+                context_region(text, index, span)
+            } else {
+                None
+            },
+            region: RegionOut {
+                end_column: Some(ec),
+                end_line: el,
+                snippet,
+                start_column: Some(sc),
+                start_line: sl,
+            },
+        })
+    }
+}
+
+/// Escapes `\`, `[` and `]`, which SARIF reads as the syntax of an embedded link, in text that
+/// goes inside one.
+fn link_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '\\' | '[' | ']') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Message text that is not a link: a `[` that would start something of the form
+/// `[text](3)` (a name can contain brackets) is escaped, so that only our links are links.
+fn plain(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let looks_like_link = |open: usize| {
+        let Some(close) = s[open..].find(']').map(|i| open + i) else {
+            return false;
+        };
+        let rest = &bytes[close + 1..];
+        let digits = rest
+            .iter()
+            .skip(1)
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        rest.first() == Some(&b'(') && digits > 0 && rest.get(1 + digits) == Some(&b')')
+    };
+    let mut out = String::with_capacity(s.len());
+    for (i, c) in s.char_indices() {
+        if c == '[' && looks_like_link(i) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!(
+        "{} {}",
+        grouped::thousands(n),
+        if n == 1 { one } else { many }
+    )
+}
+
+fn result<'a>(reports: &'a [FileReport], f: &Finding, at: &At<'a, '_>, fp: &str) -> ResultOut<'a> {
+    let r = &reports[f.file];
+    let d = grouped::diagnostic(reports, f);
+    let mut text = plain(&sentence(&d.message));
+    let mut related = Vec::new();
+    if let (Outcome::Analysed(a), Kind::Point { .. } | Kind::Sink { .. }) = (&r.outcome, &f.kind) {
+        let (df, an) = (&a.dataflow, &a.analysis);
+        let chain = match &f.kind {
+            Kind::Point { point, .. } => an.points[*point].chain.clone(),
+            Kind::Sink { verdict } => analysis::sink_chain(df, &an.labels, &an.sinks[*verdict]),
+            Kind::Other => Vec::new(),
+        };
+        if let Some(&s) = chain.first() {
+            let st = &df.streams[s.index()];
+            let label = an.labels.stream[s.index()]
+                .map_or_else(|| "Unreached".to_string(), |l| l.display(&df.keys));
+            if let Some(pl) = at.location(st.from_span, false) {
+                let what = if matches!(f.kind, Kind::Point { .. }) {
+                    "input"
+                } else {
+                    "label"
+                };
+                text.push_str(&format!(
+                    " Its {what} comes [from `{}`](1), {} upstream, where it is {}.",
+                    link_text(&st.from_text),
+                    plural(chain.len(), "stream", "streams"),
+                    plain(&label)
+                ));
+                related.push(LocationOut {
+                    id: Some(1),
+                    message: Some(Text {
+                        text: format!("{label} from here."),
+                    }),
+                    physical_location: pl,
+                });
+            }
+        }
+        if let Kind::Point { sinks, .. } = &f.kind
+            && !sinks.is_empty()
+        {
+            let diags = r.diagnostics();
+            let mut listed = Vec::new();
+            for b in sinks.iter().take(MAX_SINKS_LISTED) {
+                let v = &an.sinks[b.verdict];
+                let sink = &df.sinks[v.sink.index()];
+                let Some(pl) = at.location(sink.span, false) else {
+                    continue;
+                };
+                // Id 1 is the origin; the sinks are 2, 3, ...
+                let id = listed.len() + 2;
+                let label = v.label.map_or("Unreached", |l| l.kind());
+                listed.push(format!("[`{}`]({id}) ({label})", link_text(&sink.name)));
+                related.push(LocationOut {
+                    id: Some(id),
+                    message: Some(Text {
+                        text: sentence(&diags[b.diagnostic].message),
+                    }),
+                    physical_location: pl,
+                });
+            }
+            text.push_str(&format!(
+                " It makes {} fail",
+                plural(sinks.len(), "sink", "sinks")
+            ));
+            if !listed.is_empty() {
+                text.push_str(": ");
+                text.push_str(&listed.join(", "));
+                if sinks.len() > listed.len() {
+                    text.push_str(&format!(
+                        " and {} more",
+                        grouped::thousands(sinks.len() - listed.len())
+                    ));
+                }
+            }
+            text.push('.');
+        }
+    } else {
+        // Other diagnostics keep their related notes (a duplicate's first definition, ...).
+        for (i, n) in d.related.iter().enumerate() {
+            if let Some(pl) = at.location(n.span, false) {
+                related.push(LocationOut {
+                    id: Some(i),
+                    message: (!n.text.is_empty()).then(|| Text {
+                        text: sentence(&n.text),
+                    }),
+                    physical_location: pl,
+                });
+            }
+        }
+    }
+    if let Some(h) = &d.help {
+        text.push_str("\nHelp: ");
+        text.push_str(&plain(&sentence(h)));
+    }
+    let span = d.primary.as_ref().map_or(Span::new(0, 0), |p| p.span);
+    let locations = at
+        .location(span, true)
+        .map(|pl| LocationOut {
+            id: None,
+            message: d
+                .primary
+                .as_ref()
+                .filter(|p| !p.text.is_empty())
+                .map(|p| Text {
+                    text: sentence(&p.text),
+                }),
+            physical_location: pl,
+        })
+        .into_iter()
+        .collect();
+    ResultOut {
+        level: level(d.severity),
+        locations,
+        message: Text { text },
+        partial_fingerprints: Fingerprints {
+            blazes: fp.to_string(),
+            line_hash: fp.to_string(),
+        },
+        related_locations: related,
+        rule_id: d.code.id,
+        rule_index: codes::ALL
+            .iter()
+            .position(|c| c.id == d.code.id)
+            .unwrap_or(0),
+    }
+}
 /// SARIF validators want sentences; our messages and summaries are written without the final
 /// period so they compose into other sentences.
 fn sentence(s: &str) -> String {
@@ -210,24 +613,9 @@ fn line_col_utf16(text: &str, index: &LineIndex, offset: usize) -> (i64, i64) {
     (line as i64, col as i64 + 1)
 }
 
-fn region(text: &str, index: &LineIndex, span: Span) -> Region {
-    let (sl, sc) = line_col_utf16(text, index, span.offset);
-    let (el, ec) = line_col_utf16(text, index, span.end());
-    let mut r = Region::builder()
-        .start_line(sl)
-        .start_column(sc)
-        .end_line(el)
-        .end_column(ec)
-        .build();
-    if let Some(t) = text.get(span.offset..span.end()).filter(|t| !t.is_empty()) {
-        r.snippet = Some(ArtifactContent::builder().text(t).build());
-    }
-    r
-}
-
 /// The lines of the span with one line of context either side, so viewers without the
 /// repository can still show where the finding is.
-fn context_region(text: &str, index: &LineIndex, span: Span) -> Option<Region> {
+fn context_region<'a>(text: &'a str, index: &LineIndex, span: Span) -> Option<RegionOut<'a>> {
     if text.is_empty() {
         return None;
     }
@@ -241,36 +629,13 @@ fn context_region(text: &str, index: &LineIndex, span: Span) -> Option<Region> {
         .map_or(text.len(), |(i, _)| span.end().min(text.len()) + i + 1);
     let (last, _) = index.line_col(text, end.saturating_sub(1).max(start));
     let snippet = text.get(start..end)?;
-    Some(
-        Region::builder()
-            .start_line(first as i64)
-            .end_line(last.max(el) as i64)
-            .snippet(ArtifactContent::builder().text(snippet).build())
-            .build(),
-    )
-}
-
-fn location(
-    uri: &Option<(String, bool)>,
-    text: &str,
-    index: &LineIndex,
-    span: Span,
-) -> Option<PhysicalLocation> {
-    let (u, relative) = uri.as_ref()?;
-    let artifact = if *relative {
-        ArtifactLocation::builder()
-            .uri(u.clone())
-            .uri_base_id(SRCROOT)
-            .build()
-    } else {
-        ArtifactLocation::builder().uri(u.clone()).build()
-    };
-    let mut pl = PhysicalLocation::builder()
-        .artifact_location(artifact)
-        .region(region(text, index, span))
-        .build();
-    pl.context_region = context_region(text, index, span);
-    Some(pl)
+    Some(RegionOut {
+        end_column: None,
+        end_line: last.max(el) as i64,
+        snippet: Some(Snippet { text: snippet }),
+        start_column: None,
+        start_line: first as i64,
+    })
 }
 
 /// FNV-1a, 64 bits: small, stable across platforms and releases (unlike `DefaultHasher`).
@@ -285,87 +650,64 @@ fn fnv1a(parts: &[&str]) -> u64 {
     h
 }
 
-/// The identity of a finding: the rule, the file, the message (which names the components,
-/// interfaces and labels involved) and the text under the primary span, never positions, so
-/// a finding keeps its fingerprint when unrelated lines move.
-fn fingerprint(path: &str, d: &Diagnostic, text: &str) -> String {
-    let under = d
-        .primary
-        .as_ref()
-        .and_then(|p| text.get(p.span.offset..p.span.end()))
-        .unwrap_or("");
-    format!(
-        "{:016x}",
-        fnv1a(&[d.code.id, path, &d.message, under.trim()])
-    )
-}
-
-fn file_results(r: &FileReport, cwd: Option<&std::path::Path>, out: &mut Vec<SarifResult>) {
-    let index = LineIndex::new(&r.text);
-    let uri = artifact_uri(&r.path, cwd);
-    let identity_path = uri.as_ref().map_or(r.path.as_str(), |(u, _)| u.as_str());
-    // Identical findings in one file get an occurrence number, so their fingerprints differ
-    // and stay stable as long as their relative order does.
-    let mut seen: BTreeMap<String, u32> = BTreeMap::new();
-    for d in r.diagnostics() {
-        let rule_index = codes::ALL
-            .iter()
-            .position(|c| c.id == d.code.id)
-            .unwrap_or(0) as i64;
-        let mut text = sentence(&d.message);
-        if let Some(h) = &d.help {
-            text.push_str("\nHelp: ");
-            text.push_str(&sentence(h));
+/// The identity of each finding, `hash:occurrence`, the same under both fingerprint keys: a
+/// hash of what the finding is about, never of positions, so that code scanning matches an
+/// alert to its finding when lines move. A point of order is its rule, file, component and
+/// path (not the labels in its message, which change with what happens upstream); a failing
+/// sink its rule, file and name; anything else its rule, file, message and the text under it.
+/// Identical findings in one file get an occurrence number, so their fingerprints differ and
+/// stay stable as long as their relative order does. Computed over every finding, kept or
+/// not, so that truncation does not renumber them.
+fn fingerprints(
+    reports: &[FileReport],
+    uris: &[Option<(String, bool)>],
+    findings: &[Finding],
+) -> Vec<String> {
+    let mut out = Vec::with_capacity(findings.len());
+    let mut seen: HashMap<u64, u32> = HashMap::new();
+    let mut file = usize::MAX;
+    for f in findings {
+        if f.file != file {
+            seen.clear();
+            file = f.file;
         }
-        let span = d.primary.as_ref().map_or(Span::new(0, 0), |p| p.span);
-        let mut locations = Vec::new();
-        if let Some(pl) = location(&uri, &r.text, &index, span) {
-            let mut loc = Location::builder().physical_location(pl).build();
-            if let Some(p) = d.primary.as_ref().filter(|p| !p.text.is_empty()) {
-                loc.message = Some(Message::builder().text(sentence(&p.text)).build());
+        let r = &reports[f.file];
+        let d = grouped::diagnostic(reports, f);
+        let path = uris[f.file]
+            .as_ref()
+            .map_or(r.path.as_str(), |(u, _)| u.as_str());
+        let base = match (&r.outcome, &f.kind) {
+            (Outcome::Analysed(a), Kind::Point { point, .. }) => {
+                let df = &a.dataflow;
+                let p = &a.analysis.points[*point];
+                let c = df.component(p.component);
+                let on = &c.paths[p.path];
+                fnv1a(&[
+                    d.code.id,
+                    path,
+                    &c.name,
+                    &df.iface(on.input).name,
+                    &df.iface(on.output).name,
+                ])
             }
-            locations.push(loc);
-        }
-        let related: Vec<Location> = d
-            .related
-            .iter()
-            .enumerate()
-            .filter_map(|(i, n)| {
-                let pl = location(&uri, &r.text, &index, n.span)?;
-                let mut loc = Location::builder()
-                    .id(i as i64)
-                    .physical_location(pl)
-                    .build();
-                if !n.text.is_empty() {
-                    loc.message = Some(Message::builder().text(sentence(&n.text)).build());
-                }
-                Some(loc)
-            })
-            .collect();
-        let base = fingerprint(identity_path, d, &r.text);
-        let n = seen.entry(base.clone()).or_insert(0);
-        *n += 1;
-        let mut fps = BTreeMap::new();
-        fps.insert(FINGERPRINT_KEY.to_string(), format!("{base}:{n}"));
-        let lvl = match d.severity {
-            Severity::Error => ResultLevel::Error,
-            Severity::Warning => ResultLevel::Warning,
+            (Outcome::Analysed(a), Kind::Sink { verdict }) => {
+                let sink = &a.dataflow.sinks[a.analysis.sinks[*verdict].sink.index()];
+                fnv1a(&[d.code.id, path, &sink.name])
+            }
+            _ => {
+                let under = d
+                    .primary
+                    .as_ref()
+                    .and_then(|p| r.text.get(p.span.offset..p.span.end()))
+                    .unwrap_or("");
+                fnv1a(&[d.code.id, path, &d.message, under.trim()])
+            }
         };
-        let mut res = SarifResult::builder()
-            .rule_id(d.code.id)
-            .rule_index(rule_index)
-            .level(lvl)
-            .message(Message::builder().text(text).build())
-            .partial_fingerprints(fps)
-            .build();
-        if !locations.is_empty() {
-            res.locations = Some(locations);
-        }
-        if !related.is_empty() {
-            res.related_locations = Some(related);
-        }
-        out.push(res);
+        let n = seen.entry(base).or_insert(0);
+        *n += 1;
+        out.push(format!("{base:016x}:{n}"));
     }
+    out
 }
 
 #[cfg(test)]
