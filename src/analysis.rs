@@ -18,7 +18,7 @@ use crate::diagnostic::{self, Diagnostic, Severity};
 use crate::graph::{
     CompId, Component, Consumer, Dataflow, IfaceId, Order, Path, Producer, SinkId, StreamId, Vertex,
 };
-use crate::label::{Annotation, Gate, KeySet, Keys, Label, Tolerance, join_opt};
+use crate::label::{Annotation, Gate, KeySet, Keys, Label, Tolerance, join_opt, show};
 
 pub use crate::label::FailOn;
 
@@ -693,13 +693,6 @@ impl Origins {
         self.memo.insert(input, out.clone());
         out
     }
-}
-
-fn show(l: Option<Label>, keys: &Keys) -> String {
-    l.map_or_else(
-        || "nothing (no source reaches it)".to_string(),
-        |l| l.display(keys),
-    )
 }
 
 fn path_desc(df: &Dataflow, p: &Path) -> String {

@@ -285,8 +285,11 @@ impl Label {
         self.rank() <= 1
     }
 
+    /// `Seal(batch, word)`, `Async`, ...; the empty key is `Seal(∅)` (a bounded stream), as the
+    /// algebra writes it, rather than an easily misread `Seal()`.
     pub fn display(self, keys: &Keys) -> String {
         match self {
+            Label::Seal(KeySet::EMPTY) => "Seal(∅)".to_string(),
             Label::Seal(k) => format!("Seal({})", keys.display(k)),
             other => other.kind().to_string(),
         }
@@ -308,6 +311,14 @@ impl Label {
             (a, b) => a.rank() <= b.rank(),
         }
     }
+}
+
+/// What every output says where a stream or sink has no label: no source reaches it.
+pub const UNREACHED: &str = "nothing (no source reaches it)";
+
+/// The text of a possibly-unreached label: its display, or [`UNREACHED`].
+pub fn show(l: Option<Label>, keys: &Keys) -> String {
+    l.map_or_else(|| UNREACHED.to_string(), |l| l.display(keys))
 }
 
 /// Joins two possibly-unreached labels (`None` is the bottom).

@@ -29,7 +29,7 @@ pub static LABELS: Topic = Topic {
 Where several streams meet (an input fed by two streams, an output fed by two paths) the \
 label is the worst of them, except that two seals combine into a seal on the union of their \
 keys: Seal(a) with Seal(b) is Seal(a, b), and Seal with Async is Async. A stream that no \
-source reaches is `Unreached` (warning C007): it gets no invented label.\n\
+source reaches has no label at all (warning C007, `no source reaches it`): none is invented.\n\
 \n\
 Two labels exist only inside a component, while its paths are combined: `Taint` (an \
 order-sensitive write, or a write of an Inst stream, corrupted state) becomes Run on one \

@@ -123,7 +123,8 @@ fn style_of(l: Option<Label>) -> (&'static str, &'static str) {
 }
 
 fn label_text(l: Option<Label>, df: &Dataflow) -> String {
-    l.map_or_else(|| "Unreached".to_string(), |l| l.display(&df.keys))
+    // An edge label must stay short; the legend says what it means.
+    l.map_or_else(|| "no source".to_string(), |l| l.display(&df.keys))
 }
 
 /// Escapes text for a Graphviz HTML-like label.
@@ -281,7 +282,7 @@ fn legend() -> Stmt {
             "Diverge",
             "replicas disagree for good",
         ),
-        (None, "Unreached", "no source reaches it (dashed)"),
+        (None, "no source", "no source reaches it (dashed)"),
     ];
     let row = |left: String, right: &str| {
         format!(

@@ -80,8 +80,10 @@ fn command(reports: &[FileReport], index: &LineIndex, f: &Finding) -> String {
             };
             if let Some(&s) = chain.first() {
                 let st = &df.streams[s.index()];
-                let label = an.labels.stream[s.index()]
-                    .map_or_else(|| "Unreached".to_string(), |l| l.display(&df.keys));
+                let label = an.labels.stream[s.index()].map_or_else(
+                    || crate::label::UNREACHED.to_string(),
+                    |l| l.display(&df.keys),
+                );
                 let (line, col) = at(st.from_span);
                 let n = chain.len();
                 msg.push_str(&format!(

@@ -362,8 +362,10 @@ fn result<'a>(reports: &'a [FileReport], f: &Finding, at: &At<'a, '_>, fp: &str)
         };
         if let Some(&s) = chain.first() {
             let st = &df.streams[s.index()];
-            let label = an.labels.stream[s.index()]
-                .map_or_else(|| "Unreached".to_string(), |l| l.display(&df.keys));
+            let label = an.labels.stream[s.index()].map_or_else(
+                || crate::label::UNREACHED.to_string(),
+                |l| l.display(&df.keys),
+            );
             if let Some(pl) = at.location(st.from_span, false) {
                 let what = if matches!(f.kind, Kind::Point { .. }) {
                     "input"
@@ -398,7 +400,7 @@ fn result<'a>(reports: &'a [FileReport], f: &Finding, at: &At<'a, '_>, fp: &str)
                 };
                 // Id 1 is the origin; the sinks are 2, 3, ...
                 let id = listed.len() + 2;
-                let label = v.label.map_or("Unreached", |l| l.kind());
+                let label = v.label.map_or(crate::label::UNREACHED, |l| l.kind());
                 listed.push(format!("[`{}`]({id}) ({label})", link_text(&sink.name)));
                 related.push(LocationOut {
                     id: Some(id),
