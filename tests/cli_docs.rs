@@ -8,21 +8,11 @@ use std::process::{Command, Output, Stdio};
 
 use common::*;
 
-/// Whether an external tool runs; under CI a missing one fails the test with how to install it.
+/// Whether an external tool is on the PATH; in CI a missing one fails the test with how to
+/// install it.
 fn tool(name: &str, install: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {name}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "`{name}` is needed by this test under CI: {install}"
-        );
-        eprintln!("notice: `{name}` is not installed, skipping ({install})");
-    }
-    found
+    let found = runs("sh", &["-c", &format!("command -v {name}")]);
+    require_tool(found, &format!("`{name}`"), install)
 }
 
 fn sh(program: &str, args: &[&str], input: &[u8], env: &[(&str, &str)]) -> Output {

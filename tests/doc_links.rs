@@ -124,16 +124,7 @@ fn svg_texts(svg: &str) -> Vec<String> {
 /// `specs/NAME.yaml` drawn with or without `--plan`, `NAME-plan.svg` with it.
 #[test]
 fn svg_figures_show_what_render_draws() {
-    let dot = std::process::Command::new("dot")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !dot {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "Graphviz's `dot` is needed under CI: apt-get install graphviz"
-        );
-        eprintln!("notice: `dot` is not installed, skipping (apt-get install graphviz)");
+    if !require_dot() {
         return;
     }
     let mut figures: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))

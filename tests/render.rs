@@ -17,31 +17,6 @@ fn stem(path: &str) -> String {
         .into_owned()
 }
 
-fn dot_available() -> bool {
-    Command::new("dot")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// Whether the tests that need Graphviz's `dot` can run. CI installs it (`.ci/run`), so under
-/// `CI=true` a missing `dot` is a broken setup and fails the test; elsewhere the test skips
-/// with a notice.
-fn require_dot(test: &str) -> bool {
-    if dot_available() {
-        return true;
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    assert!(
-        !ci,
-        "{test}: Graphviz `dot` is not installed, and CI must run this test: install it (Debian/Ubuntu: `apt-get install graphviz`, macOS: `brew install graphviz`)"
-    );
-    eprintln!(
-        "notice: Graphviz `dot` is not installed; skipping {test} (apt-get install graphviz)"
-    );
-    false
-}
-
 /// Runs the real `dot -Tsvg` on DOT text: it must exit 0 and print no warning (a malformed
 /// HTML label is only a warning to `dot`, and a dropped label).
 fn dot_accepts(dot: &str) -> Result<Vec<u8>, String> {
@@ -230,7 +205,7 @@ fn drawn_orderings_and_added_seals() {
 
 #[test]
 fn svg_parses_and_names_every_component() {
-    if !require_dot("svg_parses_and_names_every_component") {
+    if !require_dot() {
         return;
     }
     for path in yaml_files("specs") {
@@ -472,7 +447,7 @@ fn unrepairable_plan_draws_the_spec_as_it_is() {
 
 #[test]
 fn graphviz_accepts_every_graph_without_a_warning() {
-    if !require_dot("graphviz_accepts_every_graph_without_a_warning") {
+    if !require_dot() {
         return;
     }
     let specs = yaml_files("specs");
@@ -564,7 +539,7 @@ fn output_directory_gets_one_file_per_spec() {
     );
     assert!(!d.join("wordcount.dot").exists());
     // --format names the files' extension.
-    if require_dot("output_directory_gets_one_file_per_spec") {
+    if require_dot() {
         let o = blazes(&[
             "render",
             "--format",
@@ -603,7 +578,7 @@ fn the_output_file_extension_sets_the_format() {
         assert_eq!(o.status.code(), Some(0), "{file}: {}", stderr(&o));
         assert_eq!(std::fs::read(&out).unwrap(), dot, "{file} holds DOT");
     }
-    if require_dot("the_output_file_extension_sets_the_format") {
+    if require_dot() {
         for (file, extra) in [("g.svg", vec![]), ("h.svg", vec!["--format", "svg"])] {
             let out = d.join(file);
             let mut args = vec![

@@ -259,17 +259,9 @@ fn multitool() -> Option<std::path::PathBuf> {
 const INSTALL: &str = "install it with scripts/validate-sarif (needs npm; it installs \
 @microsoft/sarif-multitool-linux into ~/.cache/blazes), or set SARIF_MULTITOOL to a Sarif.Multitool";
 
-/// What a missing validator means, given the value of `CI`: under CI a failure (CI must
-/// validate), elsewhere a skip with a notice.
+/// What a missing validator means, given the value of `CI`.
 fn when_validator_missing(ci: Option<&str>) -> Result<String, String> {
-    match ci {
-        Some(v) if !v.is_empty() && v != "false" && v != "0" => Err(format!(
-            "Sarif.Multitool is not installed and CI={v}: {INSTALL}"
-        )),
-        _ => Ok(format!(
-            "notice: Sarif.Multitool is not installed; skipping SARIF validation ({INSTALL})"
-        )),
-    }
+    missing_tool("the SARIF validator (Sarif.Multitool)", INSTALL, ci)
 }
 
 #[test]
@@ -288,12 +280,11 @@ fn a_missing_validator_fails_under_ci_and_skips_elsewhere() {
 
 fn multitool_or_skip() -> Option<std::path::PathBuf> {
     let tool = multitool();
-    if tool.is_none() {
-        match when_validator_missing(std::env::var("CI").ok().as_deref()) {
-            Ok(notice) => eprintln!("{notice}"),
-            Err(e) => panic!("{e}"),
-        }
-    }
+    require_tool(
+        tool.is_some(),
+        "the SARIF validator (Sarif.Multitool)",
+        INSTALL,
+    );
     tool
 }
 

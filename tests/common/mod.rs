@@ -80,3 +80,53 @@ pub fn assert_clean_failure(o: &Output) {
         assert!(!all.contains(bad), "output contains `{bad}`:\n{all}");
     }
 }
+
+/// Whether `CI` says the tests run in CI (set, and not empty, `false` or `0`).
+pub fn under_ci(ci: Option<&str>) -> bool {
+    ci.is_some_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// What a missing external tool means, given the value of `CI`: in CI a failure that says how
+/// to install it (`.ci/run` installs every tool the tests use, so a missing one is a broken
+/// set-up, never a reason to pass); elsewhere a skip, with a notice saying the same.
+pub fn missing_tool(what: &str, install: &str, ci: Option<&str>) -> Result<String, String> {
+    match under_ci(ci) {
+        true => Err(format!(
+            "{what} is not installed, and CI must run this test: {install}"
+        )),
+        false => Ok(format!(
+            "notice: {what} is not installed; skipping ({install})"
+        )),
+    }
+}
+
+/// `found`, after [`missing_tool`] had its say: panics in CI when the tool is missing, prints
+/// the notice elsewhere.
+pub fn require_tool(found: bool, what: &str, install: &str) -> bool {
+    if !found {
+        match missing_tool(what, install, std::env::var("CI").ok().as_deref()) {
+            Ok(notice) => eprintln!("{notice}"),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    found
+}
+
+/// Whether `program args...` runs and exits 0.
+pub fn runs(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Graphviz's `dot`, required in CI.
+pub fn require_dot() -> bool {
+    require_tool(
+        runs("dot", &["-V"]),
+        "Graphviz's `dot`",
+        "Debian/Ubuntu: `apt-get install graphviz`, macOS: `brew install graphviz`",
+    )
+}
