@@ -9,8 +9,8 @@ use std::io::Write;
 use std::sync::mpsc;
 
 use blazes::runtime::{
-    Envelope, FileLog, FileLogConfig, FsyncPolicy, Log, MemLog, SealBarrier, Sequencer,
-    SessionBroker,
+    BrokerConfig, Envelope, FileLog, FileLogConfig, FsyncPolicy, Log, MemLog, SealBarrier,
+    Sequencer, SessionBroker,
 };
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 
@@ -61,6 +61,7 @@ fn sequencer(c: &mut Criterion) {
                     next[p] += 1;
                     Envelope {
                         producer: p as u64,
+                        epoch: 0,
                         seq: next[p],
                         payload: vec![1u8; RECORD],
                     }
@@ -75,6 +76,7 @@ fn sequencer(c: &mut Criterion) {
             for i in 0..BATCH {
                 tx.send(Envelope {
                     producer: (i % 4) as u64,
+                    epoch: 0,
                     seq: i as u64,
                     payload: vec![1u8; RECORD],
                 })
@@ -146,12 +148,23 @@ fn loaded_broker() -> SessionBroker<MemLog> {
     let mut b = SessionBroker::open(
         (0..8).map(|_| MemLog::new()).collect(),
         MemLog::new(),
-        1_000,
+        BrokerConfig {
+            lease_ttl: 1_000,
+            now: 0,
+            secret: 0,
+        },
     )
     .unwrap();
     for i in 0..SESSION_MSGS {
-        b.publish(format!("key-{}", i % 64).as_bytes(), &[0u8; RECORD])
-            .unwrap();
+        // One producer per key, so its per-partition sequence numbers are the key's count.
+        let key = i % 64;
+        b.publish(
+            key as u64,
+            (i / 64) as u64 + 1,
+            format!("key-{key}").as_bytes(),
+            &[0u8; RECORD],
+        )
+        .unwrap();
     }
     b
 }

@@ -166,7 +166,7 @@ fn with_barrier(w: &Workload, seed: u64, limit: usize) -> BarrierRun {
                 true
             }
             Ok(None) => true,
-            Err(BarrierError::AlreadyReleased { .. }) => {
+            Err(BarrierError::Late { .. }) => {
                 run.late_rejections += 1;
                 true
             }
@@ -345,11 +345,15 @@ fn errors_are_reported_not_merged() {
     ));
     let rel = b.offer_seal(2, "x", 0).unwrap().unwrap();
     assert_eq!(rel.records, vec![5]);
+    // Producer 2 sealed "x" with 0 records: its record 0 was never part of the release.
     let err = b.offer_record(2, "x", 0, 1).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "partition \"x\" was already released; the late message from producer 2 is rejected"
+        "partition \"x\" was already released without this message from producer 2; it came too late"
     );
+    // Producer 1's record 0 was part of it: its retransmission is absorbed, not an error.
+    assert_eq!(b.offer_record(1, "x", 0, 5), Ok(None));
+    assert_eq!(b.offer_seal(1, "x", 1), Ok(None));
     // A partition whose membership view names a single producer completes on that seal alone.
     assert!(b.set_producers("solo", [2]).unwrap().is_none());
     assert_eq!(

@@ -6,7 +6,7 @@
 //! (commits accepted without fencing; a barrier that releases on the first seal) and asserts the
 //! checker finds a counterexample: the properties can fail.
 
-use blazes::runtime::{Lease, MemLog, SealBarrier, SessionBroker};
+use blazes::runtime::{BrokerConfig, Lease, MemLog, SealBarrier, SessionBroker};
 use stateright::{Checker, Model, Property};
 
 // ---------------------------------------------------------------- leases and fencing
@@ -44,8 +44,13 @@ impl Model for LeaseModel {
     type Action = LeaseAction;
 
     fn init_states(&self) -> Vec<LeaseState> {
-        let mut broker = SessionBroker::open(vec![MemLog::new()], MemLog::new(), self.ttl).unwrap();
-        broker.publish(b"k", b"m").unwrap();
+        let config = BrokerConfig {
+            lease_ttl: self.ttl,
+            now: 0,
+            secret: 0,
+        };
+        let mut broker = SessionBroker::open(vec![MemLog::new()], MemLog::new(), config).unwrap();
+        broker.publish(1, 1, b"k", b"m").unwrap();
         vec![LeaseState {
             broker,
             now: 0,

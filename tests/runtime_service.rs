@@ -31,6 +31,7 @@ const MESSAGES: u64 = 60;
 fn envelope(producer: ProducerId, seq: u64) -> Envelope {
     Envelope {
         producer,
+        epoch: 0,
         seq,
         payload: format!("p{producer}-m{seq}").into_bytes(),
     }
@@ -170,7 +171,7 @@ async fn without_the_sequencer_retries_become_duplicates() {
     }
     let log = log.lock().unwrap();
     let envelopes: Vec<Envelope> = log
-        .read_from(0, usize::MAX)
+        .read_durable(0, usize::MAX)
         .unwrap()
         .iter()
         .map(|r| decode_record(r).unwrap().envelope)
@@ -188,6 +189,7 @@ async fn a_gap_is_refused_and_the_service_goes_on() {
             err,
             ServiceError::Core(SequencerError::Gap {
                 producer: 1,
+                epoch: 0,
                 expected: 1,
                 got: 2
             })
@@ -215,11 +217,21 @@ struct Watched {
 }
 
 impl Log for WatchedLog {
-    fn append(&mut self, batch: &[&[u8]]) -> Result<Vec<u64>, LogError> {
-        self.0.lock().unwrap().log.append(batch)
+    fn append_expected(
+        &mut self,
+        batch: &[&[u8]],
+        expected_end: u64,
+    ) -> Result<Vec<u64>, LogError> {
+        self.0
+            .lock()
+            .unwrap()
+            .log
+            .append_expected(batch, expected_end)
     }
-    fn read_from(&self, offset: u64, max: usize) -> Result<Vec<Record>, LogError> {
-        self.0.lock().unwrap().log.read_from(offset, max)
+    fn read_durable(&self, offset: u64, max: usize) -> Result<Vec<Record>, LogError> {
+        let w = self.0.lock().unwrap();
+        let durable = w.durable_end.saturating_sub(offset) as usize;
+        w.log.read_durable(offset, max.min(durable))
     }
     fn end(&self) -> u64 {
         self.0.lock().unwrap().log.end()
@@ -294,7 +306,9 @@ async fn lease_lost_after_ttl_then_takeover_from_last_commit() {
     let start = Instant::now();
     let (svc, _task) = SessionService::spawn(vec![MemLog::new()], MemLog::new(), config()).unwrap();
     for i in 0..5u8 {
-        svc.publish(b"k".to_vec(), vec![i]).await.unwrap();
+        svc.publish(1, u64::from(i) + 1, b"k".to_vec(), vec![i])
+            .await
+            .unwrap();
     }
     let mut events1 = svc.register(1).await.unwrap();
     let s1 = svc.accept(1).await.unwrap().unwrap();
@@ -423,10 +437,7 @@ async fn barrier_push_waits_while_full_until_a_release() {
     // Other refusals are not back-pressure: they come back at once.
     let err = barrier.push(1, 0, 2, "late").await.unwrap_err();
     assert!(
-        matches!(
-            err,
-            ServiceError::Core(BarrierError::AlreadyReleased { .. })
-        ),
+        matches!(err, ServiceError::Core(BarrierError::Late { .. })),
         "{err}"
     );
 }

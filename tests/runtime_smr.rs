@@ -79,6 +79,7 @@ fn fresh() -> Chain {
 fn message(producer: u64, seq: u64) -> Envelope {
     Envelope {
         producer,
+        epoch: 0,
         seq,
         payload: format!("p{producer}-m{seq}").into_bytes(),
     }
@@ -167,7 +168,7 @@ fn run_sequenced(seed: u64, producers: u64, msgs: u64, replicas: usize) -> Outco
                 let r = rng.below(slots.len());
                 let s = &mut slots[r];
                 s.replica = match &s.snapshot {
-                    Some(snap) => Replica::recover(snap).unwrap(),
+                    Some(snap) => Replica::recover(snap, seq.log()).unwrap(),
                     None => Replica::new(fresh()),
                 };
                 s.link.clear();
@@ -354,7 +355,7 @@ fn retries_are_dropped_across_a_sequencer_restart_on_a_file_log() {
     let err = seq.submit(&[message(2, 3)]).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "producer 2 sent sequence number 3 but 2 is the next one"
+        "producer 2 sent sequence number 3 in epoch 0 but 2 is the next one"
     );
     assert_eq!(seq.log().end(), 4);
 }

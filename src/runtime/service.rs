@@ -14,10 +14,12 @@
 //! - [`BarrierService`]: a `push` that the core answers with [`BarrierError::Full`] waits in the
 //!   task (no polling) until a release frees room, then is retried in arrival order.
 //!
-//! The cores do synchronous IO through [`Log`]; with a [`FileLog`](super::FileLog) that fsyncs,
-//! the owning task blocks its worker thread for the fsync. Run the services on a multi-thread
-//! runtime (or a runtime of their own) when that matters; group commit keeps it to one fsync per
-//! drained group of submissions rather than one per producer.
+//! The cores do synchronous IO through [`Log`]. The sequencer's group-commit `sync` (the fsync
+//! every acknowledgement waits for) runs on tokio's blocking pool, so it does not hold a worker
+//! thread; the appends before it only copy into the page cache. The session broker fsyncs its
+//! control log on grants and commits and its partition logs on publishes inside the owning
+//! task, which blocks that task's worker thread for the fsync: run it on a multi-thread runtime
+//! (or a runtime of its own) when that matters.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Debug;
@@ -32,8 +34,8 @@ use super::barrier::{BarrierError, Release, SealBarrier};
 use super::log::{Log, LogError};
 use super::sequencer::{Envelope, ProducerId, Sequenced, Sequencer, SequencerError, Submitted};
 use super::session::{
-    Lease, PartitionId, Session, SessionBroker, SessionError, SessionEvent, SessionMessage,
-    WorkerId,
+    BrokerConfig, Lease, PartitionId, Published, Session, SessionBroker, SessionError,
+    SessionEvent, SessionMessage, WorkerId,
 };
 
 /// Why an adapter call failed.
@@ -108,7 +110,7 @@ impl SequencerService {
     }
 }
 
-async fn run_sequencer<L: Log>(
+async fn run_sequencer<L: Log + Send + 'static>(
     mut core: Sequencer<L>,
     mut rx: mpsc::Receiver<SequencerRequest>,
 ) -> L {
@@ -124,8 +126,9 @@ async fn run_sequencer<L: Log>(
                     group.push((reply, core.submit(&batch)));
                 }
                 SequencerRequest::ReadFrom(offset, max, reply) => {
-                    // Reads see appended records, durable or not, like a reader of the log
-                    // itself; only producers' acknowledgements wait for durability.
+                    // Reads see durable records only: a record of the group being built is
+                    // invisible until the group's sync, so no reader acts on an offset a crash
+                    // could hand to another message.
                     let _ = reply.send(core.read_from(offset, max).map_err(ServiceError::Core));
                 }
             }
@@ -138,7 +141,18 @@ async fn run_sequencer<L: Log>(
         if group.is_empty() {
             continue;
         }
-        if let Err(e) = core.log_mut().sync() {
+        // The fsync runs on the blocking pool; the core travels there and back with it.
+        let synced = tokio::task::spawn_blocking(move || {
+            let result = core.log_mut().sync();
+            (core, result)
+        })
+        .await;
+        let result;
+        (core, result) = match synced {
+            Ok(back) => back,
+            Err(join) => std::panic::resume_unwind(join.into_panic()),
+        };
+        if let Err(e) = result {
             // Records of this group may or may not be on disk, and the high-water marks already
             // count them, so a retry would be acknowledged as a duplicate of something that may
             // be lost. Stop instead; reopening the log recovers a state that is known.
@@ -194,12 +208,19 @@ impl SequencerHandle {
 
 type SessionReply<T> = oneshot::Sender<Result<T, ServiceError<SessionError>>>;
 
+struct PublishRequest {
+    producer: ProducerId,
+    seq: u64,
+    key: Vec<u8>,
+    payload: Vec<u8>,
+}
+
 enum SessionRequest {
     Register(
         WorkerId,
         oneshot::Sender<mpsc::UnboundedReceiver<SessionEvent>>,
     ),
-    Publish(Vec<u8>, Vec<u8>, SessionReply<(PartitionId, u64)>),
+    Publish(PublishRequest, SessionReply<Published>),
     Accept(WorkerId, Option<PartitionId>, SessionReply<Option<Session>>),
     Renew(Lease, SessionReply<Lease>),
     Poll(Lease, usize, SessionReply<Vec<SessionMessage>>),
@@ -243,8 +264,19 @@ impl SessionService {
     where
         L: Log + Send + 'static,
     {
-        // The core counts milliseconds; converting here keeps the unit in one place.
-        let core = SessionBroker::open(partition_logs, control, millis(config.ttl))?;
+        // The core counts milliseconds; converting here keeps the unit in one place. The task's
+        // clock starts at 0 (see `run_sessions`), so restored leases run one TTL from now.
+        // The token secret only has to be unguessable: tokens are stored with their grants.
+        let secret = {
+            use std::hash::{BuildHasher, Hasher};
+            std::hash::RandomState::new().build_hasher().finish()
+        };
+        let broker = BrokerConfig {
+            lease_ttl: millis(config.ttl),
+            now: 0,
+            secret,
+        };
+        let core = SessionBroker::open(partition_logs, control, broker)?;
         let (tx, rx) = mpsc::channel(QUEUE);
         let task = tokio::spawn(run_sessions(core, rx, config.tick));
         Ok((SessionHandle { tx }, task))
@@ -296,8 +328,8 @@ async fn run_sessions<L: Log>(
                 workers.insert(worker, etx);
                 let _ = reply.send(erx);
             }
-            SessionRequest::Publish(key, payload, reply) => {
-                answer!(reply, core.publish(&key, &payload))
+            SessionRequest::Publish(m, reply) => {
+                answer!(reply, core.publish(m.producer, m.seq, &m.key, &m.payload))
             }
             SessionRequest::Accept(worker, None, reply) => {
                 answer!(reply, core.accept(worker, t))
@@ -351,16 +383,22 @@ impl SessionHandle {
         answer.await.map_err(|_| ServiceError::Stopped)
     }
 
-    /// Appends a message to its key's partition; returns the partition and offset.
+    /// Appends message `seq` of `producer` (counted per partition, see
+    /// [`SessionBroker::publish`]) to its key's partition; resolves once it is durable.
     pub async fn publish(
         &self,
+        producer: ProducerId,
+        seq: u64,
         key: Vec<u8>,
         payload: Vec<u8>,
-    ) -> Result<(PartitionId, u64), ServiceError<SessionError>> {
-        call(&self.tx, |reply| {
-            SessionRequest::Publish(key, payload, reply)
-        })
-        .await
+    ) -> Result<Published, ServiceError<SessionError>> {
+        let request = PublishRequest {
+            producer,
+            seq,
+            key,
+            payload,
+        };
+        call(&self.tx, |reply| SessionRequest::Publish(request, reply)).await
     }
 
     /// Grants `worker` the lowest-numbered free session, if any.
