@@ -457,3 +457,115 @@ fn commit_state_epochs_and_leases_survive_a_broker_restart() {
         )
     );
 }
+
+// ---------------------------------------------------------------- review findings
+
+#[test]
+fn a_zombie_cannot_forge_a_lease_from_the_fenced_error() {
+    let mut b = sessions();
+    b.publish(1, 1, b"k0", b"x").unwrap();
+    let p = partition_for(b"k0", PARTITIONS);
+    let old = b.accept_partition(7, p, 0).unwrap().unwrap().lease;
+    // Worker 7 stalls past its TTL, restarts under the same id and is granted the session anew.
+    let new = b.accept_partition(7, p, TTL).unwrap().unwrap().lease;
+    // The stalled incarnation (a zombie) is fenced and learns the current epoch...
+    let current = match SessionBroker::commit(&mut b, &old, 0, b"zombie", TTL + 1) {
+        Err(SessionError::Fenced { current, .. }) => current,
+        other => panic!("expected Fenced, got {other:?}"),
+    };
+    assert_eq!(current, new.epoch);
+    // ...and builds itself a lease with it: refused, the token is not derivable from the error.
+    let forged = Lease {
+        epoch: current,
+        expires_at: new.expires_at,
+        ..old
+    };
+    let err = SessionBroker::commit(&mut b, &forged, 0, b"zombie", TTL + 1).unwrap_err();
+    assert!(matches!(err, SessionError::NotGranted { .. }), "{err}");
+    // Control: the lease as granted is accepted.
+    SessionBroker::commit(&mut b, &new, 0, b"ok", TTL + 1).unwrap();
+}
+
+#[test]
+fn publish_is_idempotent_per_producer_and_partition() {
+    let mut b = sessions();
+    let p = partition_for(b"k0", PARTITIONS);
+    assert_eq!(
+        b.publish(4, 1, b"k0", b"a").unwrap(),
+        Published::Appended {
+            partition: p,
+            offset: 0
+        }
+    );
+    // A retry (the acknowledgement was lost) appends nothing.
+    assert_eq!(
+        b.publish(4, 1, b"k0", b"a").unwrap(),
+        Published::Duplicate { partition: p }
+    );
+    let err = b.publish(4, 3, b"k0", b"c").unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SessionError::PublishGap {
+                expected: 2,
+                got: 3,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // The marks are rebuilt from the partition logs on reopen.
+    let (logs, control) = b.into_logs();
+    let mut b = SessionBroker::open(logs, control, broker_config(0)).unwrap();
+    assert_eq!(
+        b.publish(4, 1, b"k0", b"a").unwrap(),
+        Published::Duplicate { partition: p }
+    );
+    let s = b.accept_partition(1, p, 0).unwrap().unwrap();
+    let msgs = SessionBroker::poll(&mut b, &s.lease, 0, 10).unwrap();
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!((msgs[0].producer, msgs[0].seq), (4, 1));
+}
+
+/// Publish, process and commit on partition logs whose records are durable only once synced;
+/// then every log loses what was not synced (a power cut) and the broker reopens.
+#[test]
+fn a_commit_never_covers_a_record_a_crash_can_erase() {
+    let logs: Vec<MemLog> = (0..PARTITIONS).map(|_| MemLog::manual_sync()).collect();
+    let mut b = SessionBroker::open(logs, MemLog::manual_sync(), broker_config(0)).unwrap();
+    b.publish(1, 1, b"k1", b"m").unwrap();
+    let p = partition_for(b"k1", PARTITIONS);
+    let s = b.accept_partition(1, p, 0).unwrap().unwrap();
+    let msgs = SessionBroker::poll(&mut b, &s.lease, 0, 10).unwrap();
+    assert_eq!(
+        msgs.len(),
+        1,
+        "a published message is durable and delivered"
+    );
+    SessionBroker::commit(&mut b, &s.lease, 1, b"seen m", 0).unwrap();
+    let (mut logs, mut control) = b.into_logs();
+    for log in &mut logs {
+        log.crash();
+    }
+    control.crash();
+    let b = SessionBroker::open(logs, control, broker_config(0)).unwrap();
+    assert_eq!(b.committed(p), Some((1, &b"seen m"[..])));
+}
+
+#[test]
+fn a_committed_offset_past_the_log_end_is_refused_on_open() {
+    let mut b = sessions();
+    b.publish(1, 1, b"k1", b"m").unwrap();
+    let p = partition_for(b"k1", PARTITIONS);
+    let s = b.accept_partition(1, p, 0).unwrap().unwrap();
+    SessionBroker::poll(&mut b, &s.lease, 0, 10).unwrap();
+    SessionBroker::commit(&mut b, &s.lease, 1, b"seen m", 0).unwrap();
+    let (mut logs, control) = b.into_logs();
+    // The partition log is replaced by one that lost the record (restored from an old backup).
+    logs[p as usize] = MemLog::new();
+    let err = SessionBroker::open(logs, control, broker_config(0)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("partition {p} has a committed offset of 1 but its log ends at 0")
+    );
+}
