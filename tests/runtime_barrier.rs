@@ -365,3 +365,143 @@ fn errors_are_reported_not_merged() {
         Err(BarrierError::ViewAfterRelease { .. })
     ));
 }
+
+// ---------------------------------------------------------------- review findings
+
+/// Offers every message of `network` in a seeded order, keeping refused (`Full`) ones in
+/// flight, for at most `steps` deliveries. Returns the partitions released, or `None` if the
+/// barrier stopped making progress (every remaining message refused for `steps` rounds).
+fn drain_with_back_pressure(
+    barrier: &mut SealBarrier<u32, String>,
+    seed: u64,
+    mut network: Vec<Msg>,
+    steps: usize,
+) -> Option<Vec<u32>> {
+    let mut rng = Rng(seed);
+    let mut released = Vec::new();
+    for _ in 0..steps {
+        if network.is_empty() {
+            released.sort();
+            return Some(released);
+        }
+        let i = rng.below(network.len());
+        let r = match &network[i] {
+            Msg::Record {
+                producer,
+                batch,
+                index,
+                word,
+            } => barrier.offer_record(*producer, *batch, *index, word.clone()),
+            Msg::Seal {
+                producer,
+                batch,
+                count,
+            } => barrier.offer_seal(*producer, *batch, *count),
+        };
+        match r {
+            Ok(r) => {
+                released.extend(r.map(|r| r.partition));
+                network.swap_remove(i);
+            }
+            Err(BarrierError::Full { .. }) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    None
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// The buffer bound cannot deadlock: with room for twice the largest partition, every
+    /// partition is released in every delivery order, however many partitions fill the buffer.
+    #[test]
+    fn a_full_buffer_never_deadlocks(
+        seed in any::<u64>(),
+        producers in 1u64..4,
+        batches in 2u32..6,
+        sizes in prop::collection::vec(any::<u8>(), 1..16),
+    ) {
+        let w = workload(producers, batches, &sizes);
+        let largest = (0..batches).map(|b| w.batch_records(b).len()).max().unwrap_or(0);
+        let limit = (2 * largest).max(2);
+        let mut barrier: SealBarrier<u32, String> = SealBarrier::new(0..producers, limit);
+        let released = drain_with_back_pressure(&mut barrier, seed, w.messages(), 100_000);
+        prop_assert_eq!(released, Some((0..batches).collect::<Vec<_>>()));
+        prop_assert_eq!(barrier.buffered(), 0);
+    }
+}
+
+/// Three partitions of three records under a limit of six: today's rule ("the limit exceeds the
+/// largest partition") holds, yet filling the buffer with two records of each partition left
+/// none completable. The head partition keeps its room, so its third record goes in.
+#[test]
+fn partially_filled_partitions_leave_room_for_the_head() {
+    let mut b: SealBarrier<u32, String> = SealBarrier::new([0], 6);
+    let word = |p: u32, i: u64| format!("p{p}r{i}");
+    for i in 0..2 {
+        for p in 0..3 {
+            // Refusals of non-head partitions are expected; the head's records always fit.
+            let _ = b.offer_record(0, p, i, word(p, i));
+        }
+    }
+    assert!(b.buffered() <= 6);
+    b.offer_record(0, 0, 2, word(0, 2))
+        .expect("the head partition has room");
+    let release = b
+        .offer_seal(0, 0, 3)
+        .unwrap()
+        .expect("partition 0 completes");
+    assert_eq!(release.records, vec![word(0, 0), word(0, 1), word(0, 2)]);
+    // The rest follows once retried, head after head.
+    let mut rest: Vec<Msg> = Vec::new();
+    for p in 1..3 {
+        for i in 0..3 {
+            rest.push(Msg::Record {
+                producer: 0,
+                batch: p,
+                index: i,
+                word: word(p, i),
+            });
+        }
+        rest.push(Msg::Seal {
+            producer: 0,
+            batch: p,
+            count: 3,
+        });
+    }
+    // Records already buffered come back as absorbed retransmissions.
+    assert_eq!(
+        drain_with_back_pressure(&mut b, 7, rest, 10_000),
+        Some(vec![1, 2])
+    );
+}
+
+#[test]
+fn a_removed_producer_takes_its_records_out_of_the_release() {
+    let mut b: SealBarrier<u32, &str> = SealBarrier::new([1, 2], 10);
+    b.offer_record(2, 0, 0, "from the removed producer")
+        .unwrap();
+    b.offer_record(1, 0, 0, "kept").unwrap();
+    assert_eq!(b.set_producers(0, [1]).unwrap(), None);
+    assert_eq!(b.buffered(), 1, "the removed producer's record is dropped");
+    let release = b.offer_seal(1, 0, 1).unwrap().unwrap();
+    assert_eq!(release.records, vec!["kept"]);
+}
+
+#[test]
+fn missing_names_the_producers_a_partition_waits_for() {
+    let mut b: SealBarrier<u32, u8> = SealBarrier::new([1, 2, 3], 10);
+    assert_eq!(b.missing(&0), Vec::<u64>::new(), "nothing pending");
+    b.offer_seal(1, 0, 1).unwrap();
+    b.offer_seal(3, 0, 0).unwrap();
+    assert_eq!(
+        b.missing(&0),
+        vec![1, 2],
+        "1 lacks a record, 2 never sealed"
+    );
+    b.offer_record(1, 0, 0, 9).unwrap();
+    assert_eq!(b.missing(&0), vec![2]);
+    assert!(b.offer_seal(2, 0, 0).unwrap().is_some());
+    assert_eq!(b.missing(&0), Vec::<u64>::new());
+}
