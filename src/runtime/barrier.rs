@@ -30,10 +30,23 @@
 //!
 //! A partition whose producer set has one member is an "independent seal": that producer's seal
 //! alone completes it, with no agreement among producers.
+//!
+//! [`DurableBarrier`] adds crash safety: every accepted record, seal and producer set is
+//! journaled in a [`Log`] (and synced) before the call returns, and so is each acknowledgement
+//! of a delivered release. Reopening replays the journal through the same deterministic core,
+//! which reaches the same state and therefore decides the same releases with the same contents:
+//! a partition is released once, across crashes. A release that was decided but not
+//! acknowledged as delivered before the crash is handed out again by
+//! [`DurableBarrier::open`] (identical, so a consumer that keys its effect by partition applies
+//! it once); an acknowledged one never is.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::log::{Log, LogError};
 use super::sequencer::ProducerId;
 
 /// Errors of the seal barrier.
@@ -388,6 +401,195 @@ impl<P: Ord + Clone + Debug, R: Clone + PartialEq> SealBarrier<P, R> {
     /// Partitions with buffered records or seals that are not yet complete, in order.
     pub fn pending_partitions(&self) -> Vec<P> {
         self.pending.keys().cloned().collect()
+    }
+}
+
+/// Errors of a [`DurableBarrier`].
+#[derive(Debug, thiserror::Error)]
+pub enum DurableBarrierError {
+    /// The barrier refused the message; nothing was journaled.
+    #[error(transparent)]
+    Barrier(#[from] BarrierError),
+    /// The journal failed. The message was accepted in memory but may not be durable, so the
+    /// barrier refuses everything until reopened (the journal then decides).
+    #[error(transparent)]
+    Log(#[from] LogError),
+    /// A journal record does not decode.
+    #[error("barrier journal record at offset {offset} is malformed: {reason}")]
+    Malformed {
+        /// Offset of the record.
+        offset: u64,
+        /// Decoder message.
+        reason: String,
+    },
+    /// An earlier journal failure left memory ahead of the journal.
+    #[error("barrier is unusable after a journal failure; reopen it")]
+    Poisoned,
+}
+
+/// One journal record of a [`DurableBarrier`].
+#[derive(serde::Serialize, serde::Deserialize)]
+enum Entry<P, R> {
+    Producers(P, Vec<ProducerId>),
+    Record(ProducerId, P, u64, R),
+    Seal(ProducerId, P, u64),
+    Delivered(P),
+}
+
+/// A [`SealBarrier`] whose accepted messages and delivered releases are journaled in a [`Log`].
+#[derive(Debug)]
+pub struct DurableBarrier<P: Ord, R, L> {
+    core: SealBarrier<P, R>,
+    journal: L,
+    /// Releases decided but not yet acknowledged with [`DurableBarrier::delivered`].
+    undelivered: BTreeSet<P>,
+    poisoned: bool,
+}
+
+impl<P, R, L> DurableBarrier<P, R, L>
+where
+    P: Ord + Clone + Debug + Serialize + DeserializeOwned,
+    R: Clone + PartialEq + Serialize + DeserializeOwned,
+    L: Log,
+{
+    /// Opens a barrier on `journal`, replaying it into `empty` (a fresh [`SealBarrier`] with the
+    /// configuration the journal was written with). Returns the barrier and the releases that
+    /// were decided before a crash but not acknowledged as delivered, in partition order.
+    pub fn open(
+        empty: SealBarrier<P, R>,
+        mut journal: L,
+    ) -> Result<(Self, Vec<Release<P, R>>), DurableBarrierError> {
+        if journal.durable_end() < journal.end() {
+            journal.sync()?;
+        }
+        let mut core = empty;
+        let mut decided: BTreeMap<P, Release<P, R>> = BTreeMap::new();
+        let mut offset = 0;
+        loop {
+            let batch = journal.read_durable(offset, 1024)?;
+            let Some(last) = batch.last() else { break };
+            offset = last.offset + 1;
+            for rec in batch {
+                let entry: Entry<P, R> = serde_json::from_slice(&rec.payload).map_err(|e| {
+                    DurableBarrierError::Malformed {
+                        offset: rec.offset,
+                        reason: e.to_string(),
+                    }
+                })?;
+                // The core is deterministic: replaying what it accepted, in order, accepts it
+                // again and completes the same partitions with the same records.
+                let released = match entry {
+                    Entry::Producers(p, set) => core.set_producers(p, set),
+                    Entry::Record(prod, p, i, r) => core.offer_record(prod, p, i, r),
+                    Entry::Seal(prod, p, n) => core.offer_seal(prod, p, n),
+                    Entry::Delivered(p) => {
+                        decided.remove(&p);
+                        Ok(None)
+                    }
+                };
+                if let Ok(Some(release)) = released {
+                    decided.insert(release.partition.clone(), release);
+                }
+            }
+        }
+        let barrier = DurableBarrier {
+            core,
+            journal,
+            undelivered: decided.keys().cloned().collect(),
+            poisoned: false,
+        };
+        Ok((barrier, decided.into_values().collect()))
+    }
+
+    fn journal(
+        &mut self,
+        entry: &Entry<P, R>,
+        result: Result<Option<Release<P, R>>, BarrierError>,
+    ) -> Result<Option<Release<P, R>>, DurableBarrierError> {
+        let release = result?;
+        let bytes = serde_json::to_vec(entry).map_err(|e| DurableBarrierError::Malformed {
+            offset: self.journal.end(),
+            reason: e.to_string(),
+        })?;
+        if let Err(e) = self
+            .journal
+            .append(&[&bytes])
+            .and_then(|_| self.journal.sync())
+        {
+            self.poisoned = true;
+            return Err(e.into());
+        }
+        if let Some(r) = &release {
+            self.undelivered.insert(r.partition.clone());
+        }
+        Ok(release)
+    }
+
+    fn usable(&self) -> Result<(), DurableBarrierError> {
+        if self.poisoned {
+            Err(DurableBarrierError::Poisoned)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// [`SealBarrier::offer_record`], durable on return.
+    pub fn offer_record(
+        &mut self,
+        producer: ProducerId,
+        partition: P,
+        index: u64,
+        record: R,
+    ) -> Result<Option<Release<P, R>>, DurableBarrierError> {
+        self.usable()?;
+        let result = self
+            .core
+            .offer_record(producer, partition.clone(), index, record.clone());
+        self.journal(&Entry::Record(producer, partition, index, record), result)
+    }
+
+    /// [`SealBarrier::offer_seal`], durable on return.
+    pub fn offer_seal(
+        &mut self,
+        producer: ProducerId,
+        partition: P,
+        count: u64,
+    ) -> Result<Option<Release<P, R>>, DurableBarrierError> {
+        self.usable()?;
+        let result = self.core.offer_seal(producer, partition.clone(), count);
+        self.journal(&Entry::Seal(producer, partition, count), result)
+    }
+
+    /// [`SealBarrier::set_producers`], durable on return.
+    pub fn set_producers(
+        &mut self,
+        partition: P,
+        producers: impl IntoIterator<Item = ProducerId>,
+    ) -> Result<Option<Release<P, R>>, DurableBarrierError> {
+        self.usable()?;
+        let set: Vec<ProducerId> = producers.into_iter().collect();
+        let result = self.core.set_producers(partition.clone(), set.clone());
+        self.journal(&Entry::Producers(partition, set), result)
+    }
+
+    /// Acknowledges that the consumer has durably dealt with `partition`'s release: it will not
+    /// be handed out again after a crash.
+    pub fn delivered(&mut self, partition: P) -> Result<(), DurableBarrierError> {
+        self.usable()?;
+        if self.undelivered.remove(&partition) {
+            self.journal(&Entry::Delivered(partition), Ok(None))?;
+        }
+        Ok(())
+    }
+
+    /// The in-memory barrier (for `buffered`, `missing`, `is_released`, ...).
+    pub fn barrier(&self) -> &SealBarrier<P, R> {
+        &self.core
+    }
+
+    /// Gives the journal back (e.g. to reopen after a simulated crash).
+    pub fn into_journal(self) -> L {
+        self.journal
     }
 }
 
