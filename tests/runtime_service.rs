@@ -19,9 +19,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use blazes::runtime::{
-    BarrierError, BarrierService, Envelope, Log, LogError, MemLog, ProducerId, Record, SealBarrier,
-    SequencerError, SequencerService, ServiceError, SessionConfig, SessionError, SessionEvent,
-    SessionService, Submitted, sequencer::decode_record,
+    BarrierConfig, BarrierError, BarrierService, Envelope, Log, LogError, MemLog, ProducerId,
+    Record, SealBarrier, SequencerError, SequencerService, ServiceError, SessionConfig,
+    SessionError, SessionEvent, SessionService, Submitted, sequencer::decode_record,
 };
 use tokio::time::{Instant, advance, timeout};
 
@@ -413,7 +413,13 @@ async fn barrier_push_waits_while_full_until_a_release() {
         handle: barrier,
         mut releases,
         ..
-    } = BarrierService::spawn(SealBarrier::<u32, &str>::new([1], 2), 4);
+    } = BarrierService::spawn(
+        SealBarrier::<u32, &str>::new([1], 2),
+        BarrierConfig {
+            max_waiting: 4,
+            stall_after: Duration::from_secs(3600),
+        },
+    );
     barrier.push(1, 0, 0, "a").await.unwrap();
     barrier.push(1, 0, 1, "b").await.unwrap();
 
@@ -440,4 +446,45 @@ async fn barrier_push_waits_while_full_until_a_release() {
         matches!(err, ServiceError::Core(BarrierError::Late { .. })),
         "{err}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_producer_that_stops_sealing_is_reported_not_waited_for_silently() {
+    const STALL: Duration = Duration::from_secs(30);
+    let BarrierService {
+        handle: barrier,
+        mut releases,
+        mut stalls,
+        ..
+    } = BarrierService::spawn(
+        SealBarrier::<u32, &str>::new([1, 2], 16),
+        BarrierConfig {
+            max_waiting: 4,
+            stall_after: STALL,
+        },
+    );
+    let start = Instant::now();
+    // Partition 0: producer 1 seals, producer 2 never does.
+    barrier.push(1, 0, 0, "a").await.unwrap();
+    barrier.seal(1, 0, 1).await.unwrap();
+    // Control: partition 1 completes in time and is never reported.
+    barrier.push(2, 1, 0, "b").await.unwrap();
+    barrier.seal(1, 1, 0).await.unwrap();
+    barrier.seal(2, 1, 1).await.unwrap();
+    assert_eq!(releases.recv().await.unwrap().partition, 1);
+    assert!(
+        timeout(STALL - Duration::from_secs(1), stalls.recv())
+            .await
+            .is_err(),
+        "reported before the stall time"
+    );
+    let stalled = stalls.recv().await.unwrap();
+    assert_eq!((stalled.partition, stalled.missing), (0, vec![2]));
+    assert!(
+        stalled.waiting >= STALL && start.elapsed() <= STALL + STALL / 4 + Duration::from_millis(1)
+    );
+    // Reported once; the partition still completes if the producer comes back.
+    barrier.seal(2, 0, 0).await.unwrap();
+    assert_eq!(releases.recv().await.unwrap().partition, 0);
+    assert!(timeout(STALL * 4, stalls.recv()).await.is_err());
 }

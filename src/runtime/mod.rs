@@ -34,8 +34,8 @@ pub use log::{FileLog, FileLogConfig, FsyncPolicy, Log, LogError, MemLog, Record
 pub use sequencer::{Envelope, ProducerId, Sequenced, Sequencer, SequencerError, Submitted};
 #[cfg(feature = "tokio")]
 pub use service::{
-    BarrierHandle, BarrierService, SequencerHandle, SequencerService, ServiceError, SessionConfig,
-    SessionHandle, SessionService,
+    BarrierConfig, BarrierHandle, BarrierService, SequencerHandle, SequencerService, ServiceError,
+    SessionConfig, SessionHandle, SessionService, Stalled,
 };
 pub use session::{
     BrokerConfig, Lease, PartitionId, Published, Session, SessionBroker, SessionError,

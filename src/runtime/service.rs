@@ -12,7 +12,9 @@
 //!   the service started, the unit of the core's `now`), ticks on an interval and delivers each
 //!   [`SessionEvent::LeaseLost`] to the channel of the worker that held the lease.
 //! - [`BarrierService`]: a `push` that the core answers with [`BarrierError::Full`] waits in the
-//!   task (no polling) until a release frees room, then is retried in arrival order.
+//!   task (no polling) until a release frees room, then is retried in arrival order; a partition
+//!   pending longer than a configured time is reported once on `stalls`, with the producers it
+//!   waits for.
 //!
 //! The cores do synchronous IO through [`Log`]. The sequencer's group-commit `sync` (the fsync
 //! every acknowledgement waits for) runs on tokio's blocking pool, so it does not hold a worker
@@ -486,6 +488,27 @@ impl<P, R> Debug for BarrierHandle<P, R> {
     }
 }
 
+/// A partition that has waited longer than [`BarrierConfig::stall_after`] for its producers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stalled<P> {
+    /// The partition.
+    pub partition: P,
+    /// Producers it waits for (no seal yet, or records missing below their seal's count).
+    pub missing: Vec<ProducerId>,
+    /// How long since its first message arrived.
+    pub waiting: Duration,
+}
+
+/// Configuration of a [`BarrierService`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BarrierConfig {
+    /// Releases that may wait for the consumer before the task waits for it.
+    pub max_waiting: usize,
+    /// A partition pending this long after its first message is reported on
+    /// [`BarrierService::stalls`] (once), naming the producers it waits for.
+    pub stall_after: Duration,
+}
+
 /// The task that owns a [`SealBarrier`], as [`BarrierService::spawn`] returns it.
 #[derive(Debug)]
 pub struct BarrierService<P: Ord, R> {
@@ -493,6 +516,11 @@ pub struct BarrierService<P: Ord, R> {
     pub handle: BarrierHandle<P, R>,
     /// Released partitions, in the order they completed.
     pub releases: mpsc::Receiver<Release<P, R>>,
+    /// Partitions whose producers stopped short of completing them (a producer that stopped
+    /// sealing, or lost records): the barrier cannot tell a slow producer from a dead one, so
+    /// it reports and keeps waiting; removing a dead producer is a membership decision
+    /// ([`SealBarrier::set_producers`] on the core).
+    pub stalls: mpsc::UnboundedReceiver<Stalled<P>>,
     /// Ends when every handle is dropped or the receiver of releases is; yields the barrier.
     pub task: JoinHandle<SealBarrier<P, R>>,
 }
@@ -503,16 +531,30 @@ where
     R: Clone + PartialEq + Send + 'static,
 {
     /// Spawns the task that owns `barrier`. Releases come out of `releases`, in the order
-    /// partitions complete; at most `max_waiting` of them wait there before the task waits for
-    /// the consumer, so a slow consumer slows producers instead of growing memory.
-    pub fn spawn(barrier: SealBarrier<P, R>, max_waiting: usize) -> Self {
+    /// partitions complete; at most `config.max_waiting` of them wait there before the task
+    /// waits for the consumer, so a slow consumer slows producers instead of growing memory.
+    pub fn spawn(barrier: SealBarrier<P, R>, config: BarrierConfig) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE);
-        let (out_tx, out_rx) = mpsc::channel(max_waiting.max(1));
+        let (out_tx, out_rx) = mpsc::channel(config.max_waiting.max(1));
+        let (stall_tx, stall_rx) = mpsc::unbounded_channel();
         BarrierService {
             handle: BarrierHandle { tx },
             releases: out_rx,
-            task: tokio::spawn(run_barrier(barrier, rx, out_tx)),
+            stalls: stall_rx,
+            task: tokio::spawn(run_barrier(
+                barrier,
+                rx,
+                out_tx,
+                stall_tx,
+                config.stall_after,
+            )),
         }
+    }
+}
+
+fn offered_partition<P, R>(offer: &Offer<P, R>) -> &P {
+    match offer {
+        Offer::Record(_, p, _, _) | Offer::Seal(_, p, _) => p,
     }
 }
 
@@ -520,6 +562,8 @@ async fn run_barrier<P, R>(
     mut core: SealBarrier<P, R>,
     mut rx: mpsc::Receiver<(Offer<P, R>, PushReply)>,
     out: mpsc::Sender<Release<P, R>>,
+    stalls: mpsc::UnboundedSender<Stalled<P>>,
+    stall_after: Duration,
 ) -> SealBarrier<P, R>
 where
     P: Ord + Clone + Debug,
@@ -528,13 +572,44 @@ where
     // Records the core refused with `Full`, oldest first. They wait here, not in a retry loop
     // of the producer: only a release frees room, so they are retried exactly then.
     let mut parked: VecDeque<(Offer<P, R>, PushReply)> = VecDeque::new();
-    while let Some((offer, reply)) = rx.recv().await {
-        let mut released = match apply(&mut core, offer, reply, &mut parked) {
+    // Pending partitions: when their first message arrived, and whether they were reported.
+    let mut since: BTreeMap<P, (Instant, bool)> = BTreeMap::new();
+    let mut ticker = tokio::time::interval((stall_after / 4).max(Duration::from_millis(1)));
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        let (offer, reply) = tokio::select! {
+            biased;
+            req = rx.recv() => match req {
+                Some(req) => req,
+                None => break,
+            },
+            _ = ticker.tick() => {
+                let now = Instant::now();
+                for (partition, (first, reported)) in since.iter_mut() {
+                    let waiting = now.duration_since(*first);
+                    if !*reported && waiting >= stall_after {
+                        *reported = true;
+                        let missing = core.missing(partition);
+                        let _ = stalls.send(Stalled { partition: partition.clone(), missing, waiting });
+                    }
+                }
+                continue;
+            }
+        };
+        let partition = offered_partition(&offer).clone();
+        let released = apply(&mut core, offer, reply, &mut parked);
+        if !core.is_released(&partition) && !core.missing(&partition).is_empty() {
+            since
+                .entry(partition)
+                .or_insert_with(|| (Instant::now(), false));
+        }
+        let mut released = match released {
             Some(release) => vec![release],
             None => continue,
         };
         while !released.is_empty() {
             for release in released.drain(..) {
+                since.remove(&release.partition);
                 if out.send(release).await.is_err() {
                     // Nobody consumes releases any more: accepting records would be pointless.
                     return core;
