@@ -530,7 +530,7 @@ fn crash_run(w: &Workload, seed: u64, journaled: bool) -> CrashRun {
     let mut run = CrashRun::default();
     let mut network = w.messages();
     let mut steps = 0;
-    let mut receive = |run: &mut CrashRun, rel: Release<u32, String>| {
+    let receive = |run: &mut CrashRun, rel: Release<u32, String>| {
         if run.acknowledged.contains(&rel.partition) {
             run.redelivered_after_ack += 1;
         }

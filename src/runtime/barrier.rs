@@ -21,8 +21,9 @@
 //!   because the barrier keeps each released partition's seal counts;
 //! - at most `max_buffered` records are held, and the bound cannot deadlock: records of
 //!   partitions other than the *head* (the pending partition that started first) may fill only
-//!   half of it, so the head always has room for `max_buffered / 2` records and a partition of
-//!   at most that size always completes once its records and seals arrive. Beyond the bound
+//!   half of it (rounded down), so the head always has room for half of it rounded up, and a
+//!   partition of at most that many records always completes once its records and seals
+//!   arrive, whatever the other partitions hold. Beyond the bound
 //!   [`BarrierError::Full`] pushes back on the caller without accepting the record;
 //! - [`SealBarrier::missing`] names the producers a pending partition waits for, so a caller
 //!   with a clock (the service) can report a producer that stopped sealing instead of stalling
@@ -157,8 +158,8 @@ pub struct SealBarrier<P: Ord, R> {
 
 impl<P: Ord + Clone + Debug, R: Clone + PartialEq> SealBarrier<P, R> {
     /// A barrier where every partition is produced by `producers`, holding at most
-    /// `max_buffered` records. Any partition of at most `max_buffered / 2` records completes
-    /// whatever the other partitions hold (see the module documentation).
+    /// `max_buffered` records. Any partition of at most `max_buffered / 2` records (rounded up)
+    /// completes whatever the other partitions hold (see the module documentation).
     pub fn new(producers: impl IntoIterator<Item = ProducerId>, max_buffered: usize) -> Self {
         SealBarrier {
             default_producers: producers.into_iter().collect(),
