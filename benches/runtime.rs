@@ -43,7 +43,7 @@ fn log_append(c: &mut Criterion) {
     let root = tempfile::tempdir().unwrap();
     // Same bytes as the log writes (header + payload per record), one write and one fsync.
     let raw = vec![7u8; BATCH * (RECORD + blazes::runtime::log::RECORD_HEADER_LEN)];
-    let mut raw_bench = |g: &mut criterion::BenchmarkGroup<'_, _>, name: &str| {
+    let raw_bench = |g: &mut criterion::BenchmarkGroup<'_, _>, name: &str| {
         let mut file = fresh_file(root.path(), name);
         g.bench_function(name, |b| {
             b.iter(|| {

@@ -321,13 +321,17 @@ enum BarrierAction {
     RemoveProducer1,
 }
 
+/// A released partition: (partition, records, whether producer 1 had been removed from
+/// partition 0 by then).
+type Released = (u8, Vec<(u64, u8)>, bool);
+type Offered = Result<Option<blazes::runtime::Release<u8, (u64, u8)>>, BarrierError>;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
 struct BarrierState {
     barrier: SealBarrier<u8, (u64, u8)>,
     naive_buffer: Vec<(u8, (u64, u8))>,
     deliveries: Vec<u8>,
-    /// (partition, records, whether producer 1 had been removed from partition 0 by then).
-    releases: Vec<(u8, Vec<(u64, u8)>, bool)>,
+    releases: Vec<Released>,
     removed: bool,
 }
 
@@ -370,10 +374,7 @@ impl BarrierModel {
         self.records[0].len() as u8
     }
 
-    fn offer(
-        barrier: &mut SealBarrier<u8, (u64, u8)>,
-        msg: &Msg,
-    ) -> Result<Option<blazes::runtime::Release<u8, (u64, u8)>>, BarrierError> {
+    fn offer(barrier: &mut SealBarrier<u8, (u64, u8)>, msg: &Msg) -> Offered {
         match *msg {
             Msg::Record {
                 producer,
