@@ -144,10 +144,11 @@ pub fn decode_record(record: &Record) -> Result<Sequenced, SequencerError> {
 /// How often `submit` catches up and retries after losing a conditional append.
 const ATTEMPTS: u32 = 8;
 
-/// Assigns one global order to the messages of many producers.
-#[derive(Debug)]
-pub struct Sequencer<L: Log> {
-    log: L,
+/// The sequencer without its log: the high-water marks and the end of the log they cover. It
+/// does no IO; [`Sequencer`] drives it over a [`Log`], and an async driver (the tokio service
+/// over an engine) can drive it over anything that appends conditionally.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SequencerState {
     /// Per producer, the highest `(epoch, seq)` in the log up to `end`.
     high_water: BTreeMap<ProducerId, (u64, u64)>,
     /// Offset up to which the log's records are folded into `high_water`.
@@ -156,87 +157,75 @@ pub struct Sequencer<L: Log> {
     unsure: bool,
 }
 
-impl<L: Log> Sequencer<L> {
-    /// Opens a sequencer on `log`, rebuilding every producer's high-water mark from its contents.
-    pub fn open(log: L) -> Result<Self, SequencerError> {
-        let mut seq = Sequencer {
-            log,
-            high_water: BTreeMap::new(),
-            end: 0,
-            unsure: true,
-        };
-        seq.catch_up()?;
-        Ok(seq)
+/// A submission split into retries and new messages, ready to append at `expected_end`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
+    expected_end: u64,
+    records: Vec<Vec<u8>>,
+    staged: BTreeMap<ProducerId, (u64, u64)>,
+    fresh_idx: Vec<usize>,
+    len: usize,
+}
+
+impl Prepared {
+    /// Encoded new messages, to append in this order.
+    pub fn records(&self) -> &[Vec<u8>] {
+        &self.records
     }
 
-    /// Folds every record between `end` and the log's end into the marks. Records past the
-    /// durable end are synced first: readers see durable records only, and an unsynced record
-    /// another writer (or an ambiguous append) left behind is still part of the order.
-    fn catch_up(&mut self) -> Result<(), SequencerError> {
-        if self.log.durable_end() < self.log.end() {
-            self.log.sync()?;
+    /// The log end the append must be conditional on.
+    pub fn expected_end(&self) -> u64 {
+        self.expected_end
+    }
+}
+
+impl SequencerState {
+    /// Nothing folded yet: fold the whole log (from offset 0) before the first submission.
+    pub fn new() -> Self {
+        SequencerState {
+            unsure: true,
+            ..Self::default()
         }
-        loop {
-            let batch = self.log.read_durable(self.end, 4096)?;
-            let Some(last) = batch.last() else { break };
-            let next = last.offset + 1;
-            for record in &batch {
-                let msg = decode_record(record)?;
-                let hw = self.high_water.entry(msg.envelope.producer).or_default();
-                *hw = (*hw).max((msg.envelope.epoch, msg.envelope.seq));
+    }
+
+    /// Offset up to which the log is folded in; where a catch-up reads from.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// Whether the log must be read from [`SequencerState::end`] (and folded) before the next
+    /// [`SequencerState::prepare`]: after opening, a conflict or an ambiguous append.
+    pub fn needs_catch_up(&self) -> bool {
+        self.unsure
+    }
+
+    /// Folds durable records read from [`SequencerState::end`] on, in order.
+    pub fn fold(&mut self, records: &[Record]) -> Result<(), SequencerError> {
+        for record in records {
+            if record.offset != self.end {
+                // Only a contiguous read continues the marks.
+                return Err(SequencerError::Malformed {
+                    offset: record.offset,
+                });
             }
-            self.end = next;
+            let msg = decode_record(record)?;
+            let hw = self.high_water.entry(msg.envelope.producer).or_default();
+            *hw = (*hw).max((msg.envelope.epoch, msg.envelope.seq));
+            self.end += 1;
         }
-        self.unsure = false;
         Ok(())
     }
 
-    /// Appends the new messages of `batch` in batch order and reports, per envelope, whether it
-    /// was appended or dropped as a retry. A gap or a fenced epoch rejects the whole batch
-    /// (nothing is appended), so a producer can resend it unchanged after filling the gap.
-    pub fn submit(&mut self, batch: &[Envelope]) -> Result<Vec<Submitted>, SequencerError> {
-        for _ in 0..ATTEMPTS {
-            if self.unsure {
-                self.catch_up()?;
-            }
-            let (staged, fresh, fresh_idx) = self.stage(batch)?;
-            let refs: Vec<&[u8]> = fresh.iter().map(Vec::as_slice).collect();
-            let offsets = if refs.is_empty() {
-                Vec::new()
-            } else {
-                match self.log.append_expected(&refs, self.end) {
-                    Ok(offsets) => offsets,
-                    Err(LogError::Conflict { .. }) => {
-                        self.unsure = true;
-                        continue;
-                    }
-                    Err(e) => {
-                        // The batch may or may not be in the log: find out before the next
-                        // append, so a resubmission is matched against what did land.
-                        self.unsure = e.is_ambiguous();
-                        return Err(e.into());
-                    }
-                }
-            };
-            self.end += offsets.len() as u64;
-            self.high_water.extend(staged);
-            let mut out = vec![Submitted::Duplicate; batch.len()];
-            for (i, off) in fresh_idx.into_iter().zip(offsets) {
-                out[i] = Submitted::Appended(off);
-            }
-            return Ok(out);
-        }
-        Err(SequencerError::Contended { attempts: ATTEMPTS })
+    /// Marks the catch-up done: every record up to the log's end has been folded.
+    pub fn caught_up(&mut self) {
+        self.unsure = false;
     }
 
-    /// Splits `batch` into retries and new messages (encoded), checking gaps and epochs.
-    #[allow(clippy::type_complexity)]
-    fn stage(
-        &self,
-        batch: &[Envelope],
-    ) -> Result<(BTreeMap<ProducerId, (u64, u64)>, Vec<Vec<u8>>, Vec<usize>), SequencerError> {
+    /// Splits `batch` into retries and new messages, checking gaps and epochs. A gap or a
+    /// fenced epoch rejects the whole batch.
+    pub fn prepare(&self, batch: &[Envelope]) -> Result<Prepared, SequencerError> {
         let mut staged: BTreeMap<ProducerId, (u64, u64)> = BTreeMap::new();
-        let mut fresh = Vec::new();
+        let mut records = Vec::new();
         let mut fresh_idx = Vec::new();
         for (i, env) in batch.iter().enumerate() {
             let (epoch, hw) = staged
@@ -265,10 +254,115 @@ impl<L: Log> Sequencer<L> {
                 });
             }
             staged.insert(env.producer, (env.epoch, env.seq));
-            fresh.push(env.encode());
+            records.push(env.encode());
             fresh_idx.push(i);
         }
-        Ok((staged, fresh, fresh_idx))
+        Ok(Prepared {
+            expected_end: self.end,
+            records,
+            staged,
+            fresh_idx,
+            len: batch.len(),
+        })
+    }
+
+    /// Records the outcome of appending `prepared`: `Ok(offsets)` folds it in and gives the
+    /// per-envelope answer; an error marks the state for a catch-up if the append may have
+    /// landed (a conflict, or [`LogError::is_ambiguous`]) and hands the error back.
+    pub fn complete(
+        &mut self,
+        prepared: Prepared,
+        appended: Result<Vec<u64>, LogError>,
+    ) -> Result<Vec<Submitted>, LogError> {
+        let offsets = match appended {
+            Ok(offsets) => offsets,
+            Err(e) => {
+                self.unsure = matches!(e, LogError::Conflict { .. }) || e.is_ambiguous();
+                return Err(e);
+            }
+        };
+        self.end += offsets.len() as u64;
+        self.high_water.extend(prepared.staged);
+        let mut out = vec![Submitted::Duplicate; prepared.len];
+        for (i, off) in prepared.fresh_idx.into_iter().zip(offsets) {
+            out[i] = Submitted::Appended(off);
+        }
+        Ok(out)
+    }
+
+    /// Highest sequence number appended for `producer` in its latest epoch (0 if none).
+    pub fn high_water(&self, producer: ProducerId) -> u64 {
+        self.high_water.get(&producer).map_or(0, |&(_, seq)| seq)
+    }
+
+    /// Latest epoch of `producer` in the log (0 if none).
+    pub fn epoch(&self, producer: ProducerId) -> u64 {
+        self.high_water
+            .get(&producer)
+            .map_or(0, |&(epoch, _)| epoch)
+    }
+}
+
+/// Assigns one global order to the messages of many producers.
+#[derive(Debug)]
+pub struct Sequencer<L: Log> {
+    log: L,
+    state: SequencerState,
+}
+
+impl<L: Log> Sequencer<L> {
+    /// Opens a sequencer on `log`, rebuilding every producer's high-water mark from its contents.
+    pub fn open(log: L) -> Result<Self, SequencerError> {
+        let mut seq = Sequencer {
+            log,
+            state: SequencerState::new(),
+        };
+        seq.catch_up()?;
+        Ok(seq)
+    }
+
+    /// Folds every record between the state's end and the log's end into the marks. Records
+    /// past the durable end are synced first: readers see durable records only, and an
+    /// unsynced record another writer (or an ambiguous append) left behind is still part of the
+    /// order.
+    fn catch_up(&mut self) -> Result<(), SequencerError> {
+        if self.log.durable_end() < self.log.end() {
+            self.log.sync()?;
+        }
+        loop {
+            let batch = self.log.read_durable(self.state.end(), 4096)?;
+            if batch.is_empty() {
+                break;
+            }
+            self.state.fold(&batch)?;
+        }
+        self.state.caught_up();
+        Ok(())
+    }
+
+    /// Appends the new messages of `batch` in batch order and reports, per envelope, whether it
+    /// was appended or dropped as a retry. A gap or a fenced epoch rejects the whole batch
+    /// (nothing is appended), so a producer can resend it unchanged after filling the gap.
+    pub fn submit(&mut self, batch: &[Envelope]) -> Result<Vec<Submitted>, SequencerError> {
+        for _ in 0..ATTEMPTS {
+            if self.state.needs_catch_up() {
+                self.catch_up()?;
+            }
+            let prepared = self.state.prepare(batch)?;
+            let appended = if prepared.records.is_empty() {
+                Ok(Vec::new())
+            } else {
+                let refs: Vec<&[u8]> = prepared.records.iter().map(Vec::as_slice).collect();
+                self.log.append_expected(&refs, prepared.expected_end)
+            };
+            match self.state.complete(prepared, appended) {
+                Ok(out) => return Ok(out),
+                // Lost the race for the end: read what the other writer appended and retry.
+                Err(LogError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(SequencerError::Contended { attempts: ATTEMPTS })
     }
 
     /// Reads up to `max` sequenced messages from `offset`; only durable ones, so nothing a
@@ -283,15 +377,19 @@ impl<L: Log> Sequencer<L> {
 
     /// Highest sequence number appended for `producer` in its latest epoch (0 if none).
     pub fn high_water(&self, producer: ProducerId) -> u64 {
-        self.high_water.get(&producer).map_or(0, |&(_, seq)| seq)
+        self.state.high_water(producer)
     }
 
     /// Latest epoch of `producer` in the log (0 if none): a restarted producer that lost its
     /// counter continues with epoch + 1 and sequence number 1.
     pub fn epoch(&self, producer: ProducerId) -> u64 {
-        self.high_water
-            .get(&producer)
-            .map_or(0, |&(epoch, _)| epoch)
+        self.state.epoch(producer)
+    }
+
+    /// Splits the sequencer into its log and its IO-free state (e.g. to drive the state over
+    /// an async engine).
+    pub fn into_parts(self) -> (L, SequencerState) {
+        (self.log, self.state)
     }
 
     /// The underlying log (replicas read it directly).
