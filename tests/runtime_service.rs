@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use blazes::runtime::{
-    BarrierConfig, BarrierError, BarrierService, Envelope, Log, LogError, MemLog, ProducerId,
-    Record, SealBarrier, SequencerError, SequencerService, ServiceError, SessionConfig,
+    AsyncLog, BarrierConfig, BarrierError, BarrierService, Envelope, Log, LogError, MemLog,
+    ProducerId, Record, SealBarrier, SequencerError, SequencerService, ServiceError, SessionConfig,
     SessionError, SessionEvent, SessionService, Submitted, sequencer::decode_record,
 };
 use tokio::time::{Instant, advance, timeout};
@@ -487,4 +487,81 @@ async fn a_producer_that_stops_sealing_is_reported_not_waited_for_silently() {
     barrier.seal(2, 0, 0).await.unwrap();
     assert_eq!(releases.recv().await.unwrap().partition, 0);
     assert!(timeout(STALL * 4, stalls.recv()).await.is_err());
+}
+
+/// An engine reached by round trips (each call yields to the runtime), whose acknowledgement of
+/// one append can be lost: the append lands, the caller sees a timeout. Shared with the test so
+/// that another writer can append too.
+#[derive(Clone, Default)]
+struct Engine {
+    log: Arc<Mutex<MemLog>>,
+    lose_next_ack: Arc<Mutex<bool>>,
+}
+
+impl AsyncLog for Engine {
+    async fn append_expected(
+        &mut self,
+        batch: Vec<Vec<u8>>,
+        expected_end: u64,
+    ) -> Result<Vec<u64>, LogError> {
+        tokio::task::yield_now().await;
+        let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+        let offsets = self
+            .log
+            .lock()
+            .unwrap()
+            .append_expected(&refs, expected_end)?;
+        if std::mem::take(&mut *self.lose_next_ack.lock().unwrap()) {
+            return Err(LogError::Io {
+                path: "engine".into(),
+                source: std::io::Error::from(std::io::ErrorKind::TimedOut),
+            });
+        }
+        Ok(offsets)
+    }
+    async fn read_durable(&mut self, offset: u64, max: usize) -> Result<Vec<Record>, LogError> {
+        tokio::task::yield_now().await;
+        self.log.lock().unwrap().read_durable(offset, max)
+    }
+    async fn sync(&mut self) -> Result<(), LogError> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn over_an_async_engine_lost_acks_and_other_writers_are_resolved_by_idempotency() {
+    let engine = Engine::default();
+    let (seq, _task) = SequencerService::spawn_on(engine.clone()).await.unwrap();
+    seq.submit(vec![envelope(1, 1)]).await.unwrap();
+    // The acknowledgement of this append is lost: the caller sees a timeout...
+    *engine.lose_next_ack.lock().unwrap() = true;
+    let err = seq
+        .submit(vec![envelope(1, 2), envelope(2, 1)])
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("timed out"), "{err}");
+    // ...and resends: both messages are recognised as already in the order.
+    assert_eq!(
+        seq.submit(vec![envelope(1, 2), envelope(2, 1)])
+            .await
+            .unwrap(),
+        vec![Submitted::Duplicate, Submitted::Duplicate]
+    );
+    // Another writer on the same engine appends producer 3's first message.
+    let other = envelope(3, 1).encode();
+    engine.log.lock().unwrap().append(&[&other]).unwrap();
+    assert_eq!(
+        seq.submit(vec![envelope(3, 1), envelope(3, 2)])
+            .await
+            .unwrap(),
+        vec![Submitted::Duplicate, Submitted::Appended(4)]
+    );
+    let order: Vec<(u64, u64)> = seq
+        .read_from(0, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| (m.envelope.producer, m.envelope.seq))
+        .collect();
+    assert_eq!(order, vec![(1, 1), (1, 2), (2, 1), (3, 1), (3, 2)]);
 }

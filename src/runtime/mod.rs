@@ -31,11 +31,13 @@ pub mod smr;
 pub use barrier::{BarrierError, DurableBarrier, DurableBarrierError, Release, SealBarrier};
 pub use dedup::{Dedup, UpstreamId};
 pub use log::{FileLog, FileLogConfig, FsyncPolicy, Log, LogError, MemLog, Record, RecoveryReport};
-pub use sequencer::{Envelope, ProducerId, Sequenced, Sequencer, SequencerError, Submitted};
+pub use sequencer::{
+    Envelope, Prepared, ProducerId, Sequenced, Sequencer, SequencerError, SequencerState, Submitted,
+};
 #[cfg(feature = "tokio")]
 pub use service::{
-    BarrierConfig, BarrierHandle, BarrierService, SequencerHandle, SequencerService, ServiceError,
-    SessionConfig, SessionHandle, SessionService, Stalled,
+    AsyncLog, BarrierConfig, BarrierHandle, BarrierService, Blocking, SequencerHandle,
+    SequencerService, ServiceError, SessionConfig, SessionHandle, SessionService, Stalled,
 };
 pub use session::{
     BrokerConfig, Lease, PartitionId, Published, Session, SessionBroker, SessionError,

@@ -142,7 +142,7 @@ pub fn decode_record(record: &Record) -> Result<Sequenced, SequencerError> {
 }
 
 /// How often `submit` catches up and retries after losing a conditional append.
-const ATTEMPTS: u32 = 8;
+pub(crate) const ATTEMPTS: u32 = 8;
 
 /// The sequencer without its log: the high-water marks and the end of the log they cover. It
 /// does no IO; [`Sequencer`] drives it over a [`Log`], and an async driver (the tokio service

@@ -16,9 +16,11 @@
 //!   pending longer than a configured time is reported once on `stalls`, with the producers it
 //!   waits for.
 //!
-//! The cores do synchronous IO through [`Log`]. The sequencer's group-commit `sync` (the fsync
-//! every acknowledgement waits for) runs on tokio's blocking pool, so it does not hold a worker
-//! thread; the appends before it only copy into the page cache. The session broker fsyncs its
+//! The cores do synchronous IO through [`Log`]; [`AsyncLog`] is the same seam in async form.
+//! The sequencer service drives its IO-free state ([`SequencerState`]) over an [`AsyncLog`]:
+//! either an async engine ([`SequencerService::spawn_on`]) or a synchronous log run on tokio's
+//! blocking pool ([`Blocking`], what [`SequencerService::spawn`] uses), so neither its appends
+//! nor its group-commit fsync hold a worker thread. The session broker fsyncs its
 //! control log on grants and commits and its partition logs on publishes inside the owning
 //! task, which blocks that task's worker thread for the fsync: run it on a multi-thread runtime
 //! (or a runtime of its own) when that matters.
@@ -33,8 +35,12 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::barrier::{BarrierError, Release, SealBarrier};
+use super::log::Record;
 use super::log::{Log, LogError};
-use super::sequencer::{Envelope, ProducerId, Sequenced, Sequencer, SequencerError, Submitted};
+use super::sequencer::{
+    ATTEMPTS, Envelope, ProducerId, Sequenced, Sequencer, SequencerError, SequencerState,
+    Submitted, decode_record,
+};
 use super::session::{
     BrokerConfig, Lease, PartitionId, Published, Session, SessionBroker, SessionError,
     SessionEvent, SessionMessage, WorkerId,
@@ -99,23 +105,179 @@ const GROUP: usize = 256;
 
 impl SequencerService {
     /// Opens a sequencer on `log` (rebuilding high-water marks, so idempotence survives a
-    /// restart) and spawns the task that owns it on the current runtime. The task ends when
-    /// every handle is dropped; it returns the log so a caller can reopen or inspect it.
+    /// restart) and spawns the task that owns it on the current runtime. The log runs on the
+    /// blocking pool ([`Blocking`]), so its IO, fsync included, never holds a worker thread.
+    /// The task ends when every handle is dropped; it returns the log so a caller can reopen or
+    /// inspect it.
     pub fn spawn<L>(log: L) -> Result<(SequencerHandle, JoinHandle<L>), SequencerError>
     where
         L: Log + Send + 'static,
     {
-        let core = Sequencer::open(log)?;
+        let (log, state) = Sequencer::open(log)?.into_parts();
         let (tx, rx) = mpsc::channel(QUEUE);
-        let task = tokio::spawn(run_sequencer(core, rx));
+        let task = tokio::spawn(async move {
+            run_sequencer(state, Blocking::new(log), rx)
+                .await
+                .into_inner()
+        });
+        Ok((SequencerHandle { tx }, task))
+    }
+
+    /// Like [`SequencerService::spawn`], over an engine that is async itself: the high-water
+    /// marks are rebuilt from `log` first, then the task owns it.
+    pub async fn spawn_on<A: AsyncLog>(
+        mut log: A,
+    ) -> Result<(SequencerHandle, JoinHandle<A>), SequencerError> {
+        let mut state = SequencerState::new();
+        catch_up(&mut state, &mut log).await?;
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let task = tokio::spawn(run_sequencer(state, log, rx));
         Ok((SequencerHandle { tx }, task))
     }
 }
 
-async fn run_sequencer<L: Log + Send + 'static>(
-    mut core: Sequencer<L>,
+/// The [`Log`] seam in async form, for an engine whose operations are round trips. Same
+/// contract as [`Log`]: `append_expected` appends only at `expected_end` (else
+/// [`LogError::Conflict`], nothing appended), an error for which [`LogError::is_ambiguous`]
+/// holds leaves the batch's presence unknown, `read_durable` returns durable records only, and
+/// `sync` makes every appended record durable (a no-op for an engine that acknowledges only
+/// stored records). A call's future must be driven to completion before the next call.
+pub trait AsyncLog: Send + 'static {
+    /// [`Log::append_expected`].
+    fn append_expected(
+        &mut self,
+        batch: Vec<Vec<u8>>,
+        expected_end: u64,
+    ) -> impl Future<Output = Result<Vec<u64>, LogError>> + Send;
+    /// [`Log::read_durable`].
+    fn read_durable(
+        &mut self,
+        offset: u64,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<Record>, LogError>> + Send;
+    /// [`Log::sync`].
+    fn sync(&mut self) -> impl Future<Output = Result<(), LogError>> + Send;
+}
+
+/// A synchronous [`Log`] as an [`AsyncLog`]: each call runs on tokio's blocking pool, so file
+/// IO and its fsync never hold a worker thread.
+#[derive(Debug)]
+pub struct Blocking<L>(Option<L>);
+
+impl<L: Log + Send + 'static> Blocking<L> {
+    /// Wraps `log`.
+    pub fn new(log: L) -> Self {
+        Blocking(Some(log))
+    }
+
+    /// The wrapped log.
+    pub fn into_inner(self) -> L {
+        self.0
+            .expect("a Blocking log is only taken during a call, and calls run to completion")
+    }
+
+    async fn run<T: Send + 'static>(&mut self, op: impl FnOnce(&mut L) -> T + Send + 'static) -> T {
+        let mut log = self
+            .0
+            .take()
+            .expect("a Blocking log is only taken during a call, and calls run to completion");
+        let back = tokio::task::spawn_blocking(move || {
+            let out = op(&mut log);
+            (log, out)
+        })
+        .await;
+        let (log, out) = match back {
+            Ok(back) => back,
+            Err(join) => std::panic::resume_unwind(join.into_panic()),
+        };
+        self.0 = Some(log);
+        out
+    }
+}
+
+impl<L: Log + Send + 'static> AsyncLog for Blocking<L> {
+    async fn append_expected(
+        &mut self,
+        batch: Vec<Vec<u8>>,
+        expected_end: u64,
+    ) -> Result<Vec<u64>, LogError> {
+        self.run(move |log| {
+            let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+            log.append_expected(&refs, expected_end)
+        })
+        .await
+    }
+
+    async fn read_durable(&mut self, offset: u64, max: usize) -> Result<Vec<Record>, LogError> {
+        self.run(move |log| log.read_durable(offset, max)).await
+    }
+
+    async fn sync(&mut self) -> Result<(), LogError> {
+        self.run(|log| log.sync()).await
+    }
+}
+
+/// Folds the log from the state's end (after a sync, so an ambiguous append's records count).
+async fn catch_up<A: AsyncLog>(
+    state: &mut SequencerState,
+    log: &mut A,
+) -> Result<(), SequencerError> {
+    log.sync().await?;
+    loop {
+        let batch = log.read_durable(state.end(), 4096).await?;
+        if batch.is_empty() {
+            break;
+        }
+        state.fold(&batch)?;
+    }
+    state.caught_up();
+    Ok(())
+}
+
+/// [`Sequencer::submit`] over an async log: conditional append, catch-up on a conflict or
+/// after an ambiguous failure.
+async fn submit<A: AsyncLog>(
+    state: &mut SequencerState,
+    log: &mut A,
+    batch: &[Envelope],
+) -> Result<Vec<Submitted>, SequencerError> {
+    for _ in 0..ATTEMPTS {
+        if state.needs_catch_up() {
+            catch_up(state, log).await?;
+        }
+        let prepared = state.prepare(batch)?;
+        let appended = if prepared.records().is_empty() {
+            Ok(Vec::new())
+        } else {
+            log.append_expected(prepared.records().to_vec(), prepared.expected_end())
+                .await
+        };
+        match state.complete(prepared, appended) {
+            Ok(out) => return Ok(out),
+            Err(LogError::Conflict { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(SequencerError::Contended { attempts: ATTEMPTS })
+}
+
+async fn read<A: AsyncLog>(
+    log: &mut A,
+    offset: u64,
+    max: usize,
+) -> Result<Vec<Sequenced>, SequencerError> {
+    log.read_durable(offset, max)
+        .await?
+        .iter()
+        .map(decode_record)
+        .collect()
+}
+
+async fn run_sequencer<A: AsyncLog>(
+    mut state: SequencerState,
+    mut log: A,
     mut rx: mpsc::Receiver<SequencerRequest>,
-) -> L {
+) -> A {
     let mut group: Vec<(SubmitReply, Result<Vec<Submitted>, SequencerError>)> = Vec::new();
     while let Some(first) = rx.recv().await {
         // Take what is already queued so that one sync covers every producer waiting now.
@@ -123,15 +285,19 @@ async fn run_sequencer<L: Log + Send + 'static>(
         while let Some(req) = next {
             match req {
                 SequencerRequest::Submit(batch, reply) => {
-                    // Each producer's batch is its own core call: a gap in one must not reject
-                    // the messages of another.
-                    group.push((reply, core.submit(&batch)));
+                    // Each producer's batch is its own submission: a gap in one must not
+                    // reject the messages of another.
+                    group.push((reply, submit(&mut state, &mut log, &batch).await));
                 }
                 SequencerRequest::ReadFrom(offset, max, reply) => {
                     // Reads see durable records only: a record of the group being built is
                     // invisible until the group's sync, so no reader acts on an offset a crash
                     // could hand to another message.
-                    let _ = reply.send(core.read_from(offset, max).map_err(ServiceError::Core));
+                    let _ = reply.send(
+                        read(&mut log, offset, max)
+                            .await
+                            .map_err(ServiceError::Core),
+                    );
                 }
             }
             next = if group.len() < GROUP {
@@ -143,18 +309,7 @@ async fn run_sequencer<L: Log + Send + 'static>(
         if group.is_empty() {
             continue;
         }
-        // The fsync runs on the blocking pool; the core travels there and back with it.
-        let synced = tokio::task::spawn_blocking(move || {
-            let result = core.log_mut().sync();
-            (core, result)
-        })
-        .await;
-        let result;
-        (core, result) = match synced {
-            Ok(back) => back,
-            Err(join) => std::panic::resume_unwind(join.into_panic()),
-        };
-        if let Err(e) = result {
+        if let Err(e) = log.sync().await {
             // Records of this group may or may not be on disk, and the high-water marks already
             // count them, so a retry would be acknowledged as a duplicate of something that may
             // be lost. Stop instead; reopening the log recovers a state that is known.
@@ -179,7 +334,7 @@ async fn run_sequencer<L: Log + Send + 'static>(
             let _ = reply.send(result.map_err(ServiceError::Core));
         }
     }
-    core.into_log()
+    log
 }
 
 impl SequencerHandle {
