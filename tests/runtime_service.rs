@@ -565,3 +565,72 @@ async fn over_an_async_engine_lost_acks_and_other_writers_are_resolved_by_idempo
         .collect();
     assert_eq!(order, vec![(1, 1), (1, 2), (2, 1), (3, 1), (3, 2)]);
 }
+
+/// A log whose `sync` blocks its thread for a while, like an fsync on a slow disk.
+#[derive(Clone, Default)]
+struct SlowSync(MemLog);
+
+const SLOW: Duration = Duration::from_millis(300);
+
+impl Log for SlowSync {
+    fn append_expected(&mut self, batch: &[&[u8]], end: u64) -> Result<Vec<u64>, LogError> {
+        self.0.append_expected(batch, end)
+    }
+    fn read_durable(&self, offset: u64, max: usize) -> Result<Vec<Record>, LogError> {
+        self.0.read_durable(offset, max)
+    }
+    fn end(&self) -> u64 {
+        self.0.end()
+    }
+    fn durable_end(&self) -> u64 {
+        self.0.durable_end()
+    }
+    fn sync(&mut self) -> Result<(), LogError> {
+        std::thread::sleep(SLOW);
+        self.0.sync()
+    }
+}
+
+/// Counts how often a ticker task on the same single-threaded runtime gets to run while `work`
+/// is awaited: it can only run if `work` does not block the runtime's one thread.
+async fn ticks_during(work: impl std::future::Future<Output = ()>) -> u32 {
+    let ticks = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let ticker = tokio::spawn({
+        let ticks = ticks.clone();
+        async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    });
+    tokio::task::yield_now().await;
+    work.await;
+    ticker.abort();
+    ticks.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn fsyncs_run_off_the_runtime_thread() {
+    let (seq, _task) = SequencerService::spawn(SlowSync::default()).unwrap();
+    let during_submit = ticks_during(async {
+        seq.submit(vec![envelope(1, 1)]).await.unwrap();
+    })
+    .await;
+    let logs = vec![SlowSync::default()];
+    let (svc, _task) = SessionService::spawn(logs, SlowSync::default(), config()).unwrap();
+    let during_publish = ticks_during(async {
+        svc.publish(1, 1, b"k".to_vec(), b"m".to_vec())
+            .await
+            .unwrap();
+    })
+    .await;
+    // Negative control: the same sync called on the runtime's thread starves the ticker.
+    let during_inline = ticks_during(async {
+        SlowSync::default().sync().unwrap();
+    })
+    .await;
+    assert!(during_submit > 10, "{during_submit}");
+    assert!(during_publish > 10, "{during_publish}");
+    assert!(during_inline <= 1, "{during_inline}");
+}

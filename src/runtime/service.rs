@@ -20,10 +20,9 @@
 //! The sequencer service drives its IO-free state ([`SequencerState`]) over an [`AsyncLog`]:
 //! either an async engine ([`SequencerService::spawn_on`]) or a synchronous log run on tokio's
 //! blocking pool ([`Blocking`], what [`SequencerService::spawn`] uses), so neither its appends
-//! nor its group-commit fsync hold a worker thread. The session broker fsyncs its
-//! control log on grants and commits and its partition logs on publishes inside the owning
-//! task, which blocks that task's worker thread for the fsync: run it on a multi-thread runtime
-//! (or a runtime of its own) when that matters.
+//! nor its group-commit fsync hold a worker thread. The session task runs the broker's calls
+//! that write and fsync a log (publish, accept, commit, release) on the blocking pool too, the
+//! broker moving there and back; reads, renewals and ticks stay on the task.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Debug;
@@ -440,13 +439,36 @@ impl SessionService {
     }
 }
 
-async fn run_sessions<L: Log>(
+/// Runs `op` on the broker on tokio's blocking pool, for the calls that write and fsync a log;
+/// the broker travels there and back, as the task's sole owner.
+async fn offload<L, T>(
+    core: SessionBroker<L>,
+    op: impl FnOnce(&mut SessionBroker<L>) -> T + Send + 'static,
+) -> (SessionBroker<L>, T)
+where
+    L: Log + Send + 'static,
+    T: Send + 'static,
+{
+    let mut core = core;
+    let back = tokio::task::spawn_blocking(move || {
+        let out = op(&mut core);
+        (core, out)
+    })
+    .await;
+    match back {
+        Ok(back) => back,
+        Err(join) => std::panic::resume_unwind(join.into_panic()),
+    }
+}
+
+async fn run_sessions<L: Log + Send + 'static>(
     mut core: SessionBroker<L>,
     mut rx: mpsc::Receiver<SessionRequest>,
     tick: Duration,
 ) -> SessionBroker<L> {
-    // Leases do not survive a broker restart, so the clock's origin can be this task's start;
-    // `tokio::time::Instant` is monotonic and follows the paused clock in tests.
+    // The clock's origin is this task's start, which is the `now` the broker was opened at
+    // (restored leases run one TTL from it); `tokio::time::Instant` is monotonic and follows
+    // the paused clock in tests.
     let start = Instant::now();
     let now = || millis(start.elapsed());
     let mut workers: BTreeMap<WorkerId, mpsc::UnboundedSender<SessionEvent>> = BTreeMap::new();
@@ -485,23 +507,38 @@ async fn run_sessions<L: Log>(
                 workers.insert(worker, etx);
                 let _ = reply.send(erx);
             }
+            // Publishes, grants, commits and releases write (and fsync) a log: off the worker.
             SessionRequest::Publish(m, reply) => {
-                answer!(reply, core.publish(m.producer, m.seq, &m.key, &m.payload))
+                let result;
+                (core, result) = offload(core, move |c| {
+                    c.publish(m.producer, m.seq, &m.key, &m.payload)
+                })
+                .await;
+                answer!(reply, result)
             }
-            SessionRequest::Accept(worker, None, reply) => {
-                answer!(reply, core.accept(worker, t))
-            }
-            SessionRequest::Accept(worker, Some(p), reply) => {
-                answer!(reply, core.accept_partition(worker, p, t))
+            SessionRequest::Accept(worker, partition, reply) => {
+                let result;
+                (core, result) = offload(core, move |c| match partition {
+                    None => c.accept(worker, t),
+                    Some(p) => c.accept_partition(worker, p, t),
+                })
+                .await;
+                answer!(reply, result)
             }
             SessionRequest::Renew(lease, reply) => answer!(reply, core.renew(&lease, t)),
             SessionRequest::Poll(lease, max, reply) => {
                 answer!(reply, core.poll(&lease, t, max))
             }
             SessionRequest::Commit(lease, next, state, reply) => {
-                answer!(reply, core.commit(&lease, next, &state, t))
+                let result;
+                (core, result) = offload(core, move |c| c.commit(&lease, next, &state, t)).await;
+                answer!(reply, result)
             }
-            SessionRequest::Release(lease, reply) => answer!(reply, core.release(&lease, t)),
+            SessionRequest::Release(lease, reply) => {
+                let result;
+                (core, result) = offload(core, move |c| c.release(&lease, t)).await;
+                answer!(reply, result)
+            }
         }
     }
     core
