@@ -8,10 +8,15 @@
 
 use std::collections::BTreeMap;
 
-use blazes::runtime::{Lease, Log, MemLog, SessionBroker, SessionError, partition_for};
+use blazes::runtime::{BrokerConfig, Lease, MemLog, SessionBroker, SessionError, partition_for};
 
 const PARTITIONS: u32 = 4;
 const TTL: u64 = 5;
+const CONFIG: BrokerConfig = BrokerConfig {
+    lease_ttl: TTL,
+    now: 0,
+    secret: 0x5eed,
+};
 
 /// Report state per campaign: (first ad id clicked, clicks).
 type Report = BTreeMap<String, (u32, u64)>;
@@ -28,26 +33,36 @@ fn decode(b: &[u8]) -> Report {
     }
 }
 
-/// Ten ad servers' clicks, in the order the partitioned log received them.
+/// Ten ad servers' clicks, in the order the partitioned log received them. Each server is a
+/// producer numbering its clicks per partition, so a resent click would be recognised.
 fn partition_logs() -> Vec<MemLog> {
-    let mut logs: Vec<MemLog> = (0..PARTITIONS).map(|_| MemLog::new()).collect();
+    let logs: Vec<MemLog> = (0..PARTITIONS).map(|_| MemLog::new()).collect();
+    let mut broker = SessionBroker::open(logs, MemLog::new(), CONFIG).expect("empty logs open");
+    let mut seqs: BTreeMap<(u32, u32), u64> = BTreeMap::new();
     for server in 0..10u32 {
         for click in 0..20u32 {
             let campaign = format!("campaign-{}", (server * 7 + click) % 5);
             let id = (server * 31 + click * 17) % 50;
-            let p = partition_for(campaign.as_bytes(), PARTITIONS) as usize;
-            let mut rec = (campaign.len() as u32).to_le_bytes().to_vec();
-            rec.extend_from_slice(campaign.as_bytes());
-            rec.extend_from_slice(&id.to_le_bytes());
-            logs[p].append(&[&rec]).expect("in-memory append");
+            let seq = seqs
+                .entry((server, partition_for(campaign.as_bytes(), PARTITIONS)))
+                .or_insert(0);
+            *seq += 1;
+            broker
+                .publish(
+                    u64::from(server),
+                    *seq,
+                    campaign.as_bytes(),
+                    &id.to_le_bytes(),
+                )
+                .expect("in-memory publish");
         }
     }
-    logs
+    broker.into_logs().0
 }
 
 /// One replica: two workers; worker 1 stalls after a few messages and loses its lease.
 fn run_replica(replica: u64) -> Result<Report, SessionError> {
-    let mut broker = SessionBroker::open(partition_logs(), MemLog::new(), TTL)?;
+    let mut broker = SessionBroker::open(partition_logs(), MemLog::new(), CONFIG)?;
     let mut now = 0;
     let mut sessions: Vec<(u64, Lease, Report, u64)> = Vec::new();
     // Worker 1 grabs sessions first; which ones depends on the replica, to vary the schedule.

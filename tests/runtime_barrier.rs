@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use blazes::runtime::{BarrierError, Release, SealBarrier};
+use blazes::runtime::{BarrierError, DurableBarrier, MemLog, Release, SealBarrier};
 use proptest::prelude::*;
 
 mod common;
@@ -166,7 +166,7 @@ fn with_barrier(w: &Workload, seed: u64, limit: usize) -> BarrierRun {
                 true
             }
             Ok(None) => true,
-            Err(BarrierError::AlreadyReleased { .. }) => {
+            Err(BarrierError::Late { .. }) => {
                 run.late_rejections += 1;
                 true
             }
@@ -345,11 +345,15 @@ fn errors_are_reported_not_merged() {
     ));
     let rel = b.offer_seal(2, "x", 0).unwrap().unwrap();
     assert_eq!(rel.records, vec![5]);
+    // Producer 2 sealed "x" with 0 records: its record 0 was never part of the release.
     let err = b.offer_record(2, "x", 0, 1).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "partition \"x\" was already released; the late message from producer 2 is rejected"
+        "partition \"x\" was already released without this message from producer 2; it came too late"
     );
+    // Producer 1's record 0 was part of it: its retransmission is absorbed, not an error.
+    assert_eq!(b.offer_record(1, "x", 0, 5), Ok(None));
+    assert_eq!(b.offer_seal(1, "x", 1), Ok(None));
     // A partition whose membership view names a single producer completes on that seal alone.
     assert!(b.set_producers("solo", [2]).unwrap().is_none());
     assert_eq!(
@@ -360,4 +364,301 @@ fn errors_are_reported_not_merged() {
         b.set_producers("solo", [1, 2]),
         Err(BarrierError::ViewAfterRelease { .. })
     ));
+}
+
+// ---------------------------------------------------------------- review findings
+
+/// Offers every message of `network` in a seeded order, keeping refused (`Full`) ones in
+/// flight, for at most `steps` deliveries. Returns the partitions released, or `None` if the
+/// barrier stopped making progress (every remaining message refused for `steps` rounds).
+fn drain_with_back_pressure(
+    barrier: &mut SealBarrier<u32, String>,
+    seed: u64,
+    mut network: Vec<Msg>,
+    steps: usize,
+) -> Option<Vec<u32>> {
+    let mut rng = Rng(seed);
+    let mut released = Vec::new();
+    for _ in 0..steps {
+        if network.is_empty() {
+            released.sort();
+            return Some(released);
+        }
+        let i = rng.below(network.len());
+        let r = match &network[i] {
+            Msg::Record {
+                producer,
+                batch,
+                index,
+                word,
+            } => barrier.offer_record(*producer, *batch, *index, word.clone()),
+            Msg::Seal {
+                producer,
+                batch,
+                count,
+            } => barrier.offer_seal(*producer, *batch, *count),
+        };
+        match r {
+            Ok(r) => {
+                released.extend(r.map(|r| r.partition));
+                network.swap_remove(i);
+            }
+            Err(BarrierError::Full { .. }) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    None
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// The buffer bound cannot deadlock: with room for twice the largest partition, every
+    /// partition is released in every delivery order, however many partitions fill the buffer.
+    #[test]
+    fn a_full_buffer_never_deadlocks(
+        seed in any::<u64>(),
+        producers in 1u64..4,
+        batches in 2u32..6,
+        sizes in prop::collection::vec(any::<u8>(), 1..16),
+    ) {
+        let w = workload(producers, batches, &sizes);
+        let largest = (0..batches).map(|b| w.batch_records(b).len()).max().unwrap_or(0);
+        let limit = (2 * largest).max(2);
+        let mut barrier: SealBarrier<u32, String> = SealBarrier::new(0..producers, limit);
+        let released = drain_with_back_pressure(&mut barrier, seed, w.messages(), 100_000);
+        prop_assert_eq!(released, Some((0..batches).collect::<Vec<_>>()));
+        prop_assert_eq!(barrier.buffered(), 0);
+    }
+}
+
+/// Three partitions of three records under a limit of six: today's rule ("the limit exceeds the
+/// largest partition") holds, yet filling the buffer with two records of each partition left
+/// none completable. The head partition keeps its room, so its third record goes in.
+#[test]
+fn partially_filled_partitions_leave_room_for_the_head() {
+    let mut b: SealBarrier<u32, String> = SealBarrier::new([0], 6);
+    let word = |p: u32, i: u64| format!("p{p}r{i}");
+    for i in 0..2 {
+        for p in 0..3 {
+            // Refusals of non-head partitions are expected; the head's records always fit.
+            let _ = b.offer_record(0, p, i, word(p, i));
+        }
+    }
+    assert!(b.buffered() <= 6);
+    b.offer_record(0, 0, 2, word(0, 2))
+        .expect("the head partition has room");
+    let release = b
+        .offer_seal(0, 0, 3)
+        .unwrap()
+        .expect("partition 0 completes");
+    assert_eq!(release.records, vec![word(0, 0), word(0, 1), word(0, 2)]);
+    // The rest follows once retried, head after head.
+    let mut rest: Vec<Msg> = Vec::new();
+    for p in 1..3 {
+        for i in 0..3 {
+            rest.push(Msg::Record {
+                producer: 0,
+                batch: p,
+                index: i,
+                word: word(p, i),
+            });
+        }
+        rest.push(Msg::Seal {
+            producer: 0,
+            batch: p,
+            count: 3,
+        });
+    }
+    // Records already buffered come back as absorbed retransmissions.
+    assert_eq!(
+        drain_with_back_pressure(&mut b, 7, rest, 10_000),
+        Some(vec![1, 2])
+    );
+}
+
+#[test]
+fn a_removed_producer_takes_its_records_out_of_the_release() {
+    let mut b: SealBarrier<u32, &str> = SealBarrier::new([1, 2], 10);
+    b.offer_record(2, 0, 0, "from the removed producer")
+        .unwrap();
+    b.offer_record(1, 0, 0, "kept").unwrap();
+    assert_eq!(b.set_producers(0, [1]).unwrap(), None);
+    assert_eq!(b.buffered(), 1, "the removed producer's record is dropped");
+    let release = b.offer_seal(1, 0, 1).unwrap().unwrap();
+    assert_eq!(release.records, vec!["kept"]);
+}
+
+#[test]
+fn missing_names_the_producers_a_partition_waits_for() {
+    let mut b: SealBarrier<u32, u8> = SealBarrier::new([1, 2, 3], 10);
+    assert_eq!(b.missing(&0), Vec::<u64>::new(), "nothing pending");
+    b.offer_seal(1, 0, 1).unwrap();
+    b.offer_seal(3, 0, 0).unwrap();
+    assert_eq!(
+        b.missing(&0),
+        vec![1, 2],
+        "1 lacks a record, 2 never sealed"
+    );
+    b.offer_record(1, 0, 0, 9).unwrap();
+    assert_eq!(b.missing(&0), vec![2]);
+    assert!(b.offer_seal(2, 0, 0).unwrap().is_some());
+    assert_eq!(b.missing(&0), Vec::<u64>::new());
+}
+
+// ---------------------------------------------------------------- crashes of the barrier
+
+#[derive(Debug, Default)]
+struct CrashRun {
+    /// Every release the consumer received, in order (re-deliveries included).
+    received: Vec<Release<u32, String>>,
+    /// Partitions the consumer acknowledged, and whether one came again after that.
+    acknowledged: Vec<u32>,
+    redelivered_after_ack: usize,
+    crashes: usize,
+}
+
+/// Delivers the workload in a seeded order; producers drop a message once the barrier accepted
+/// it (they never resend acknowledged messages). The barrier crashes at random points, also
+/// between handing out a release and the consumer's acknowledgement. With `journaled`, it is a
+/// `DurableBarrier` reopened from its journal; the control restarts a plain `SealBarrier` empty.
+fn crash_run(w: &Workload, seed: u64, journaled: bool) -> CrashRun {
+    let mut rng = Rng(seed);
+    let fresh = || SealBarrier::<u32, String>::new(0..w.producers, w.total().max(1));
+    let mut durable = DurableBarrier::open(fresh(), MemLog::new()).unwrap().0;
+    let mut plain = fresh();
+    let mut run = CrashRun::default();
+    let mut network = w.messages();
+    let mut steps = 0;
+    let receive = |run: &mut CrashRun, rel: Release<u32, String>| {
+        if run.acknowledged.contains(&rel.partition) {
+            run.redelivered_after_ack += 1;
+        }
+        run.received.push(rel);
+    };
+    while !network.is_empty() && steps < 10_000 {
+        steps += 1;
+        if rng.below(12) == 0 {
+            run.crashes += 1;
+            if journaled {
+                let journal = std::mem::replace(
+                    &mut durable,
+                    DurableBarrier::open(fresh(), MemLog::new()).unwrap().0,
+                )
+                .into_journal();
+                let (reopened, undelivered) = DurableBarrier::open(fresh(), journal).unwrap();
+                durable = reopened;
+                for rel in undelivered {
+                    receive(&mut run, rel);
+                }
+            } else {
+                plain = fresh();
+            }
+            continue;
+        }
+        let i = rng.below(network.len());
+        let r = match (&network[i], journaled) {
+            (
+                Msg::Record {
+                    producer,
+                    batch,
+                    index,
+                    word,
+                },
+                true,
+            ) => durable
+                .offer_record(*producer, *batch, *index, word.clone())
+                .map_err(|e| e.to_string()),
+            (
+                Msg::Seal {
+                    producer,
+                    batch,
+                    count,
+                },
+                true,
+            ) => durable
+                .offer_seal(*producer, *batch, *count)
+                .map_err(|e| e.to_string()),
+            (
+                Msg::Record {
+                    producer,
+                    batch,
+                    index,
+                    word,
+                },
+                false,
+            ) => plain
+                .offer_record(*producer, *batch, *index, word.clone())
+                .map_err(|e| e.to_string()),
+            (
+                Msg::Seal {
+                    producer,
+                    batch,
+                    count,
+                },
+                false,
+            ) => plain
+                .offer_seal(*producer, *batch, *count)
+                .map_err(|e| e.to_string()),
+        };
+        let release = match r {
+            // Back-pressure: the message stays in flight.
+            Err(e) if e.contains("buffer is full") => continue,
+            r => r.unwrap(),
+        };
+        network.swap_remove(i);
+        if let Some(rel) = release {
+            let partition = rel.partition;
+            receive(&mut run, rel);
+            // Sometimes the crash comes before the consumer's acknowledgement.
+            if rng.below(3) != 0 {
+                if journaled {
+                    durable.delivered(partition).unwrap();
+                }
+                run.acknowledged.push(partition);
+            }
+        }
+    }
+    run
+}
+
+#[test]
+fn a_journaled_barrier_releases_each_partition_once_across_crashes() {
+    let w = workload(3, 4, &[3, 2, 1, 3, 3, 2, 1, 2, 3, 1, 2, 3]);
+    let mut crashes = 0;
+    for seed in 0..48 {
+        let run = crash_run(&w, seed, true);
+        crashes += run.crashes;
+        assert_eq!(run.redelivered_after_ack, 0, "seed {seed}");
+        let mut partitions: Vec<u32> = run.received.iter().map(|r| r.partition).collect();
+        partitions.sort();
+        partitions.dedup();
+        assert_eq!(
+            partitions,
+            vec![0, 1, 2, 3],
+            "seed {seed}: every partition released"
+        );
+        for rel in &run.received {
+            // A re-delivery (crash before the acknowledgement) has the same content.
+            assert_eq!(rel.records, w.batch_records(rel.partition), "seed {seed}");
+        }
+    }
+    assert!(crashes > 48, "the schedules must crash the barrier");
+}
+
+/// Negative control: a barrier that forgets on a crash loses acknowledged records, and the
+/// partitions they belonged to never complete.
+#[test]
+fn negative_control_an_unjournaled_barrier_loses_partitions() {
+    let w = workload(3, 4, &[3, 2, 1, 3, 3, 2, 1, 2, 3, 1, 2, 3]);
+    let incomplete = (0..48)
+        .filter(|&seed| {
+            let run = crash_run(&w, seed, false);
+            let mut partitions: Vec<u32> = run.received.iter().map(|r| r.partition).collect();
+            partitions.sort();
+            partitions.dedup();
+            partitions != vec![0, 1, 2, 3]
+        })
+        .count();
+    assert!(incomplete > 0);
 }

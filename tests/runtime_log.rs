@@ -62,7 +62,7 @@ fn damage(dir: &Path, pos: u64, how: Damage) {
 }
 
 fn read_all(log: &impl Log) -> Vec<Vec<u8>> {
-    log.read_from(0, usize::MAX)
+    log.read_durable(0, usize::MAX)
         .unwrap()
         .into_iter()
         .map(|r| r.payload)
@@ -260,8 +260,8 @@ fn every_batch_policy_is_durable_on_return_and_matches_mem_log() {
     }
     assert!(segments(dir.path()).len() > 1, "small segments must roll");
     assert_eq!(
-        file.read_from(37, 5).unwrap(),
-        mem.read_from(37, 5).unwrap()
+        file.read_durable(37, 5).unwrap(),
+        mem.read_durable(37, 5).unwrap()
     );
     drop(file);
     let file = FileLog::open(dir.path(), cfg).unwrap();
@@ -292,4 +292,140 @@ fn interval_policy_defers_durability_until_due_or_synced() {
     let mut log = FileLog::open(dir.path().join("b"), due).unwrap();
     log.append(&[b"x"]).unwrap();
     assert_eq!(log.durable_end(), 1, "an elapsed interval syncs on append");
+}
+
+// ---------------------------------------------------------------- failures inside `append`
+//
+// Each test drives the real append path with one file operation made to fail (`inject_fault`),
+// then checks that the log's in-memory view, its files and a reopened log agree, and that a
+// caller retrying the failed batch ends with every record exactly once.
+
+use blazes::runtime::log::IoOp;
+use blazes::runtime::{Envelope, Sequencer, Submitted};
+
+/// Records of 20 payload bytes (36 with the header): two fill a 64-byte segment, so a batch of
+/// four writes two records, rolls, and writes two more.
+fn rec(i: u8) -> Vec<u8> {
+    vec![i; 20]
+}
+
+fn every_batch(seg: u64) -> FileLogConfig {
+    FileLogConfig {
+        fsync: FsyncPolicy::EveryBatch,
+        ..config(seg)
+    }
+}
+
+#[test]
+fn failed_write_after_a_roll_leaves_no_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = FileLog::open(dir.path(), every_batch(64)).unwrap();
+    let batch = [rec(1), rec(2), rec(3), rec(4)];
+    let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+    // Write 0 fills the first segment; write 1 goes to the segment the roll created.
+    log.inject_fault(IoOp::Write, 1);
+    assert!(log.append(&refs).is_err());
+    assert_eq!(log.end(), 0, "a failed batch leaves nothing behind");
+    assert!(log.durable_end() <= log.end(), "durable_end past the end");
+    assert_eq!(log.append(&[&rec(9)]).unwrap(), vec![0]);
+    assert_eq!(read_all(&log), vec![rec(9)]);
+    drop(log);
+    let log = FileLog::open(dir.path(), every_batch(64)).unwrap();
+    assert_eq!(log.recovery().truncated_bytes, 0, "{:?}", log.recovery());
+    assert_eq!(read_all(&log), vec![rec(9)]);
+}
+
+#[test]
+fn failed_roll_leaves_no_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = FileLog::open(dir.path(), every_batch(64)).unwrap();
+    log.append(&[&rec(0)]).unwrap();
+    let batch = [rec(1), rec(2), rec(3)];
+    let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+    // Create 0 is the roll after record 1 fills the first segment.
+    log.inject_fault(IoOp::Create, 0);
+    assert!(log.append(&refs).is_err());
+    assert_eq!(log.end(), 1);
+    assert_eq!(log.append(&refs).unwrap(), vec![1, 2, 3]);
+    drop(log);
+    let log = FileLog::open(dir.path(), every_batch(64)).unwrap();
+    assert_eq!(read_all(&log), vec![rec(0), rec(1), rec(2), rec(3)]);
+}
+
+fn envelopes(seqs: std::ops::RangeInclusive<u64>) -> Vec<Envelope> {
+    seqs.map(|seq| Envelope {
+        producer: 7,
+        epoch: 0,
+        seq,
+        payload: vec![seq as u8; 20],
+    })
+    .collect()
+}
+
+/// Submits `batch` once with `op` failing, then retries until it succeeds (reopening the log
+/// when it asks for that), and returns every sequence number in the final log.
+fn retried_submission(op: IoOp, nth: u32) -> Vec<u64> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = FileLog::open(dir.path(), every_batch(64)).unwrap();
+    log.inject_fault(op, nth);
+    let mut seq = Sequencer::open(log).unwrap();
+    let batch = envelopes(1..=3);
+    assert!(seq.submit(&batch).is_err(), "the fault must surface");
+    let mut acked = false;
+    for _ in 0..2 {
+        match seq.submit(&batch) {
+            Ok(out) => {
+                assert!(
+                    out.iter()
+                        .all(|s| matches!(s, Submitted::Appended(_) | Submitted::Duplicate))
+                );
+                acked = true;
+                break;
+            }
+            Err(_) => {
+                // The log refuses until reopened: recovery decides what the failed batch left.
+                drop(seq);
+                let log = FileLog::open(dir.path(), every_batch(64)).unwrap();
+                seq = Sequencer::open(log).unwrap();
+            }
+        }
+    }
+    assert!(acked, "a retry after reopening must succeed");
+    let log = seq.into_log();
+    read_all(&log)
+        .iter()
+        .map(|p| Envelope::decode(p).unwrap().seq)
+        .collect()
+}
+
+#[test]
+fn a_retry_after_a_failed_roll_appends_each_message_once() {
+    // Create 0 makes the first segment; create 1 is the roll after two records filled it.
+    assert_eq!(retried_submission(IoOp::Create, 1), vec![1, 2, 3]);
+}
+
+#[test]
+fn a_retry_after_a_failed_fsync_appends_each_message_once() {
+    // On an empty log a batch of three: create the first segment and fsync the directory (sync
+    // 0), write two records, fsync them before the roll (sync 1), create the next segment and
+    // fsync the directory (sync 2), write the third, fsync it (sync 3). Each failure leaves the
+    // batch's fate to the log's own recovery, and the retry must not add a second copy.
+    for nth in [0, 1, 2, 3] {
+        assert_eq!(
+            retried_submission(IoOp::Sync, nth),
+            vec![1, 2, 3],
+            "sync #{nth}"
+        );
+    }
+}
+
+#[test]
+fn a_second_open_of_the_same_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = FileLog::open(dir.path(), config(1 << 20)).unwrap();
+    let err = FileLog::open(dir.path(), config(1 << 20)).unwrap_err();
+    assert!(err.to_string().contains("in use"), "{err}");
+    drop(log);
+    // Negative control: once the first handle is gone the directory opens again.
+    FileLog::open(dir.path(), config(1 << 20)).unwrap();
 }

@@ -19,9 +19,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use blazes::runtime::{
-    BarrierError, BarrierService, Envelope, Log, LogError, MemLog, ProducerId, Record, SealBarrier,
-    SequencerError, SequencerService, ServiceError, SessionConfig, SessionError, SessionEvent,
-    SessionService, Submitted, sequencer::decode_record,
+    AsyncLog, BarrierConfig, BarrierError, BarrierService, Envelope, Log, LogError, MemLog,
+    ProducerId, Record, SealBarrier, SequencerError, SequencerService, ServiceError, SessionConfig,
+    SessionError, SessionEvent, SessionService, Submitted, sequencer::decode_record,
 };
 use tokio::time::{Instant, advance, timeout};
 
@@ -31,6 +31,7 @@ const MESSAGES: u64 = 60;
 fn envelope(producer: ProducerId, seq: u64) -> Envelope {
     Envelope {
         producer,
+        epoch: 0,
         seq,
         payload: format!("p{producer}-m{seq}").into_bytes(),
     }
@@ -170,7 +171,7 @@ async fn without_the_sequencer_retries_become_duplicates() {
     }
     let log = log.lock().unwrap();
     let envelopes: Vec<Envelope> = log
-        .read_from(0, usize::MAX)
+        .read_durable(0, usize::MAX)
         .unwrap()
         .iter()
         .map(|r| decode_record(r).unwrap().envelope)
@@ -188,6 +189,7 @@ async fn a_gap_is_refused_and_the_service_goes_on() {
             err,
             ServiceError::Core(SequencerError::Gap {
                 producer: 1,
+                epoch: 0,
                 expected: 1,
                 got: 2
             })
@@ -215,11 +217,21 @@ struct Watched {
 }
 
 impl Log for WatchedLog {
-    fn append(&mut self, batch: &[&[u8]]) -> Result<Vec<u64>, LogError> {
-        self.0.lock().unwrap().log.append(batch)
+    fn append_expected(
+        &mut self,
+        batch: &[&[u8]],
+        expected_end: u64,
+    ) -> Result<Vec<u64>, LogError> {
+        self.0
+            .lock()
+            .unwrap()
+            .log
+            .append_expected(batch, expected_end)
     }
-    fn read_from(&self, offset: u64, max: usize) -> Result<Vec<Record>, LogError> {
-        self.0.lock().unwrap().log.read_from(offset, max)
+    fn read_durable(&self, offset: u64, max: usize) -> Result<Vec<Record>, LogError> {
+        let w = self.0.lock().unwrap();
+        let durable = w.durable_end.saturating_sub(offset) as usize;
+        w.log.read_durable(offset, max.min(durable))
     }
     fn end(&self) -> u64 {
         self.0.lock().unwrap().log.end()
@@ -294,7 +306,9 @@ async fn lease_lost_after_ttl_then_takeover_from_last_commit() {
     let start = Instant::now();
     let (svc, _task) = SessionService::spawn(vec![MemLog::new()], MemLog::new(), config()).unwrap();
     for i in 0..5u8 {
-        svc.publish(b"k".to_vec(), vec![i]).await.unwrap();
+        svc.publish(1, u64::from(i) + 1, b"k".to_vec(), vec![i])
+            .await
+            .unwrap();
     }
     let mut events1 = svc.register(1).await.unwrap();
     let s1 = svc.accept(1).await.unwrap().unwrap();
@@ -399,7 +413,13 @@ async fn barrier_push_waits_while_full_until_a_release() {
         handle: barrier,
         mut releases,
         ..
-    } = BarrierService::spawn(SealBarrier::<u32, &str>::new([1], 2), 4);
+    } = BarrierService::spawn(
+        SealBarrier::<u32, &str>::new([1], 2),
+        BarrierConfig {
+            max_waiting: 4,
+            stall_after: Duration::from_secs(3600),
+        },
+    );
     barrier.push(1, 0, 0, "a").await.unwrap();
     barrier.push(1, 0, 1, "b").await.unwrap();
 
@@ -423,10 +443,194 @@ async fn barrier_push_waits_while_full_until_a_release() {
     // Other refusals are not back-pressure: they come back at once.
     let err = barrier.push(1, 0, 2, "late").await.unwrap_err();
     assert!(
-        matches!(
-            err,
-            ServiceError::Core(BarrierError::AlreadyReleased { .. })
-        ),
+        matches!(err, ServiceError::Core(BarrierError::Late { .. })),
         "{err}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_producer_that_stops_sealing_is_reported_not_waited_for_silently() {
+    const STALL: Duration = Duration::from_secs(30);
+    let BarrierService {
+        handle: barrier,
+        mut releases,
+        mut stalls,
+        ..
+    } = BarrierService::spawn(
+        SealBarrier::<u32, &str>::new([1, 2], 16),
+        BarrierConfig {
+            max_waiting: 4,
+            stall_after: STALL,
+        },
+    );
+    let start = Instant::now();
+    // Partition 0: producer 1 seals, producer 2 never does.
+    barrier.push(1, 0, 0, "a").await.unwrap();
+    barrier.seal(1, 0, 1).await.unwrap();
+    // Control: partition 1 completes in time and is never reported.
+    barrier.push(2, 1, 0, "b").await.unwrap();
+    barrier.seal(1, 1, 0).await.unwrap();
+    barrier.seal(2, 1, 1).await.unwrap();
+    assert_eq!(releases.recv().await.unwrap().partition, 1);
+    assert!(
+        timeout(STALL - Duration::from_secs(1), stalls.recv())
+            .await
+            .is_err(),
+        "reported before the stall time"
+    );
+    let stalled = stalls.recv().await.unwrap();
+    assert_eq!((stalled.partition, stalled.missing), (0, vec![2]));
+    assert!(
+        stalled.waiting >= STALL && start.elapsed() <= STALL + STALL / 4 + Duration::from_millis(1)
+    );
+    // Reported once; the partition still completes if the producer comes back.
+    barrier.seal(2, 0, 0).await.unwrap();
+    assert_eq!(releases.recv().await.unwrap().partition, 0);
+    assert!(timeout(STALL * 4, stalls.recv()).await.is_err());
+}
+
+/// An engine reached by round trips (each call yields to the runtime), whose acknowledgement of
+/// one append can be lost: the append lands, the caller sees a timeout. Shared with the test so
+/// that another writer can append too.
+#[derive(Clone, Default)]
+struct Engine {
+    log: Arc<Mutex<MemLog>>,
+    lose_next_ack: Arc<Mutex<bool>>,
+}
+
+impl AsyncLog for Engine {
+    async fn append_expected(
+        &mut self,
+        batch: Vec<Vec<u8>>,
+        expected_end: u64,
+    ) -> Result<Vec<u64>, LogError> {
+        tokio::task::yield_now().await;
+        let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+        let offsets = self
+            .log
+            .lock()
+            .unwrap()
+            .append_expected(&refs, expected_end)?;
+        if std::mem::take(&mut *self.lose_next_ack.lock().unwrap()) {
+            return Err(LogError::Io {
+                path: "engine".into(),
+                source: std::io::Error::from(std::io::ErrorKind::TimedOut),
+            });
+        }
+        Ok(offsets)
+    }
+    async fn read_durable(&mut self, offset: u64, max: usize) -> Result<Vec<Record>, LogError> {
+        tokio::task::yield_now().await;
+        self.log.lock().unwrap().read_durable(offset, max)
+    }
+    async fn sync(&mut self) -> Result<(), LogError> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn over_an_async_engine_lost_acks_and_other_writers_are_resolved_by_idempotency() {
+    let engine = Engine::default();
+    let (seq, _task) = SequencerService::spawn_on(engine.clone()).await.unwrap();
+    seq.submit(vec![envelope(1, 1)]).await.unwrap();
+    // The acknowledgement of this append is lost: the caller sees a timeout...
+    *engine.lose_next_ack.lock().unwrap() = true;
+    let err = seq
+        .submit(vec![envelope(1, 2), envelope(2, 1)])
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("timed out"), "{err}");
+    // ...and resends: both messages are recognised as already in the order.
+    assert_eq!(
+        seq.submit(vec![envelope(1, 2), envelope(2, 1)])
+            .await
+            .unwrap(),
+        vec![Submitted::Duplicate, Submitted::Duplicate]
+    );
+    // Another writer on the same engine appends producer 3's first message.
+    let other = envelope(3, 1).encode();
+    engine.log.lock().unwrap().append(&[&other]).unwrap();
+    assert_eq!(
+        seq.submit(vec![envelope(3, 1), envelope(3, 2)])
+            .await
+            .unwrap(),
+        vec![Submitted::Duplicate, Submitted::Appended(4)]
+    );
+    let order: Vec<(u64, u64)> = seq
+        .read_from(0, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| (m.envelope.producer, m.envelope.seq))
+        .collect();
+    assert_eq!(order, vec![(1, 1), (1, 2), (2, 1), (3, 1), (3, 2)]);
+}
+
+/// A log whose `sync` blocks its thread for a while, like an fsync on a slow disk.
+#[derive(Clone, Default)]
+struct SlowSync(MemLog);
+
+const SLOW: Duration = Duration::from_millis(300);
+
+impl Log for SlowSync {
+    fn append_expected(&mut self, batch: &[&[u8]], end: u64) -> Result<Vec<u64>, LogError> {
+        self.0.append_expected(batch, end)
+    }
+    fn read_durable(&self, offset: u64, max: usize) -> Result<Vec<Record>, LogError> {
+        self.0.read_durable(offset, max)
+    }
+    fn end(&self) -> u64 {
+        self.0.end()
+    }
+    fn durable_end(&self) -> u64 {
+        self.0.durable_end()
+    }
+    fn sync(&mut self) -> Result<(), LogError> {
+        std::thread::sleep(SLOW);
+        self.0.sync()
+    }
+}
+
+/// Counts how often a ticker task on the same single-threaded runtime gets to run while `work`
+/// is awaited: it can only run if `work` does not block the runtime's one thread.
+async fn ticks_during(work: impl std::future::Future<Output = ()>) -> u32 {
+    let ticks = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let ticker = tokio::spawn({
+        let ticks = ticks.clone();
+        async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    });
+    tokio::task::yield_now().await;
+    work.await;
+    ticker.abort();
+    ticks.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn fsyncs_run_off_the_runtime_thread() {
+    let (seq, _task) = SequencerService::spawn(SlowSync::default()).unwrap();
+    let during_submit = ticks_during(async {
+        seq.submit(vec![envelope(1, 1)]).await.unwrap();
+    })
+    .await;
+    let logs = vec![SlowSync::default()];
+    let (svc, _task) = SessionService::spawn(logs, SlowSync::default(), config()).unwrap();
+    let during_publish = ticks_during(async {
+        svc.publish(1, 1, b"k".to_vec(), b"m".to_vec())
+            .await
+            .unwrap();
+    })
+    .await;
+    // Negative control: the same sync called on the runtime's thread starves the ticker.
+    let during_inline = ticks_during(async {
+        SlowSync::default().sync().unwrap();
+    })
+    .await;
+    assert!(during_submit > 3, "{during_submit}");
+    assert!(during_publish > 3, "{during_publish}");
+    assert!(during_inline <= 1, "{during_inline}");
 }

@@ -13,8 +13,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use blazes::runtime::{
-    Lease, Log, MemLog, PartitionId, SessionBroker, SessionError, SessionEvent, SessionMessage,
-    WorkerId, partition_for,
+    BrokerConfig, Lease, Log, MemLog, PartitionId, Published, SessionBroker, SessionError,
+    SessionEvent, SessionMessage, WorkerId, partition_for,
 };
 use proptest::prelude::*;
 
@@ -59,7 +59,10 @@ trait Broker {
 
 impl Broker for SessionBroker<MemLog> {
     fn publish(&mut self, key: &str, n: u64) {
-        SessionBroker::publish(self, key.as_bytes(), &n.to_le_bytes()).unwrap();
+        // One producer per key ("k3" is producer 3): keys map to one partition each, so the
+        // per-key counter is the producer's per-partition sequence number.
+        let producer = key[1..].parse::<u64>().unwrap();
+        SessionBroker::publish(self, producer, n + 1, key.as_bytes(), &n.to_le_bytes()).unwrap();
     }
     fn accept(
         &mut self,
@@ -110,7 +113,8 @@ struct NoSessions {
 impl Broker for NoSessions {
     fn publish(&mut self, key: &str, n: u64) {
         let p = partition_for(key.as_bytes(), PARTITIONS) as usize;
-        let mut rec = (key.len() as u32).to_le_bytes().to_vec();
+        let mut rec = vec![0u8; 16];
+        rec.extend_from_slice(&(key.len() as u32).to_le_bytes());
         rec.extend_from_slice(key.as_bytes());
         rec.extend_from_slice(&n.to_le_bytes());
         self.logs[p].append(&[&rec]).unwrap();
@@ -127,6 +131,7 @@ impl Broker for NoSessions {
             worker,
             epoch: 0,
             expires_at: u64::MAX,
+            token: 0,
         };
         Some((lease, self.cursor[p], self.committed[p].1.clone()))
     }
@@ -137,17 +142,19 @@ impl Broker for NoSessions {
         max: usize,
     ) -> Result<Vec<SessionMessage>, SessionError> {
         let p = lease.partition as usize;
-        let recs = self.logs[p].read_from(self.cursor[p], max).unwrap();
+        let recs = self.logs[p].read_durable(self.cursor[p], max).unwrap();
         self.cursor[p] += recs.len() as u64;
         Ok(recs
             .into_iter()
             .map(|r| {
-                let klen = u32::from_le_bytes(r.payload[..4].try_into().unwrap()) as usize;
+                let klen = u32::from_le_bytes(r.payload[16..20].try_into().unwrap()) as usize;
                 SessionMessage {
                     partition: lease.partition,
                     offset: r.offset,
-                    key: r.payload[4..4 + klen].to_vec(),
-                    payload: r.payload[4 + klen..].to_vec(),
+                    key: r.payload[20..20 + klen].to_vec(),
+                    payload: r.payload[20 + klen..].to_vec(),
+                    producer: 0,
+                    seq: 0,
                 }
             })
             .collect())
@@ -341,11 +348,19 @@ fn run(broker: &mut dyn Broker, seed: u64, workers: usize, keys: usize, per_key:
     rep
 }
 
+fn broker_config(now: u64) -> BrokerConfig {
+    BrokerConfig {
+        lease_ttl: TTL,
+        now,
+        secret: 0x5ec2e7,
+    }
+}
+
 fn sessions() -> SessionBroker<MemLog> {
     SessionBroker::open(
         (0..PARTITIONS).map(|_| MemLog::new()).collect(),
         MemLog::new(),
-        TTL,
+        broker_config(0),
     )
     .unwrap()
 }
@@ -408,9 +423,9 @@ fn negative_control_without_sessions_order_breaks() {
 }
 
 #[test]
-fn commit_state_and_epochs_survive_a_broker_restart() {
+fn commit_state_epochs_and_leases_survive_a_broker_restart() {
     let mut b = sessions();
-    b.publish(b"k0", b"x").unwrap();
+    b.publish(1, 1, b"k0", b"x").unwrap();
     let p = partition_for(b"k0", PARTITIONS);
     let s = b.accept_partition(7, p, 0).unwrap().unwrap();
     let msgs = SessionBroker::poll(&mut b, &s.lease, 1, 10).unwrap();
@@ -418,20 +433,139 @@ fn commit_state_and_epochs_survive_a_broker_restart() {
     let next = msgs[0].offset + 1;
     SessionBroker::commit(&mut b, &s.lease, next, b"state", 2).unwrap();
     let (logs, control) = b.into_logs();
-    let mut b = SessionBroker::open(logs, control, TTL).unwrap();
+    // The broker restarts at time 3 (its clock: the caller's).
+    let mut b = SessionBroker::open(logs, control, broker_config(3)).unwrap();
     assert_eq!(b.committed(p), Some((next, &b"state"[..])));
-    let s2 = b.accept_partition(8, p, 3).unwrap().unwrap();
+    // The holder's lease survives with a full TTL from the restart; nobody else gets the
+    // session meanwhile, and the holder carries on with the lease it has.
+    assert_eq!(b.accept_partition(8, p, 4).unwrap(), None);
+    let renewed = b.renew(&s.lease, 5).unwrap();
+    assert_eq!(renewed.expires_at, 5 + TTL);
+    // Once it stops renewing, the session is taken over under a larger epoch.
+    let s2 = b.accept_partition(8, p, 5 + TTL).unwrap().unwrap();
     assert!(
         s2.lease.epoch > s.lease.epoch,
         "epochs must not repeat after restart"
     );
     assert_eq!(s2.state, b"state");
-    let err = SessionBroker::commit(&mut b, &s.lease, next, b"old", 4).unwrap_err();
+    let err = SessionBroker::commit(&mut b, &s.lease, next, b"old", 5 + TTL).unwrap_err();
     assert_eq!(
         err.to_string(),
         format!(
             "lease epoch {} on partition {p} is fenced by the current epoch {}",
             s.lease.epoch, s2.lease.epoch
         )
+    );
+}
+
+// ---------------------------------------------------------------- review findings
+
+#[test]
+fn a_zombie_cannot_forge_a_lease_from_the_fenced_error() {
+    let mut b = sessions();
+    b.publish(1, 1, b"k0", b"x").unwrap();
+    let p = partition_for(b"k0", PARTITIONS);
+    let old = b.accept_partition(7, p, 0).unwrap().unwrap().lease;
+    // Worker 7 stalls past its TTL, restarts under the same id and is granted the session anew.
+    let new = b.accept_partition(7, p, TTL).unwrap().unwrap().lease;
+    // The stalled incarnation (a zombie) is fenced and learns the current epoch...
+    let current = match SessionBroker::commit(&mut b, &old, 0, b"zombie", TTL + 1) {
+        Err(SessionError::Fenced { current, .. }) => current,
+        other => panic!("expected Fenced, got {other:?}"),
+    };
+    assert_eq!(current, new.epoch);
+    // ...and builds itself a lease with it: refused, the token is not derivable from the error.
+    let forged = Lease {
+        epoch: current,
+        expires_at: new.expires_at,
+        ..old
+    };
+    let err = SessionBroker::commit(&mut b, &forged, 0, b"zombie", TTL + 1).unwrap_err();
+    assert!(matches!(err, SessionError::NotGranted { .. }), "{err}");
+    // Control: the lease as granted is accepted.
+    SessionBroker::commit(&mut b, &new, 0, b"ok", TTL + 1).unwrap();
+}
+
+#[test]
+fn publish_is_idempotent_per_producer_and_partition() {
+    let mut b = sessions();
+    let p = partition_for(b"k0", PARTITIONS);
+    assert_eq!(
+        b.publish(4, 1, b"k0", b"a").unwrap(),
+        Published::Appended {
+            partition: p,
+            offset: 0
+        }
+    );
+    // A retry (the acknowledgement was lost) appends nothing.
+    assert_eq!(
+        b.publish(4, 1, b"k0", b"a").unwrap(),
+        Published::Duplicate { partition: p }
+    );
+    let err = b.publish(4, 3, b"k0", b"c").unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SessionError::PublishGap {
+                expected: 2,
+                got: 3,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // The marks are rebuilt from the partition logs on reopen.
+    let (logs, control) = b.into_logs();
+    let mut b = SessionBroker::open(logs, control, broker_config(0)).unwrap();
+    assert_eq!(
+        b.publish(4, 1, b"k0", b"a").unwrap(),
+        Published::Duplicate { partition: p }
+    );
+    let s = b.accept_partition(1, p, 0).unwrap().unwrap();
+    let msgs = SessionBroker::poll(&mut b, &s.lease, 0, 10).unwrap();
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!((msgs[0].producer, msgs[0].seq), (4, 1));
+}
+
+/// Publish, process and commit on partition logs whose records are durable only once synced;
+/// then every log loses what was not synced (a power cut) and the broker reopens.
+#[test]
+fn a_commit_never_covers_a_record_a_crash_can_erase() {
+    let logs: Vec<MemLog> = (0..PARTITIONS).map(|_| MemLog::manual_sync()).collect();
+    let mut b = SessionBroker::open(logs, MemLog::manual_sync(), broker_config(0)).unwrap();
+    b.publish(1, 1, b"k1", b"m").unwrap();
+    let p = partition_for(b"k1", PARTITIONS);
+    let s = b.accept_partition(1, p, 0).unwrap().unwrap();
+    let msgs = SessionBroker::poll(&mut b, &s.lease, 0, 10).unwrap();
+    assert_eq!(
+        msgs.len(),
+        1,
+        "a published message is durable and delivered"
+    );
+    SessionBroker::commit(&mut b, &s.lease, 1, b"seen m", 0).unwrap();
+    let (mut logs, mut control) = b.into_logs();
+    for log in &mut logs {
+        log.crash();
+    }
+    control.crash();
+    let b = SessionBroker::open(logs, control, broker_config(0)).unwrap();
+    assert_eq!(b.committed(p), Some((1, &b"seen m"[..])));
+}
+
+#[test]
+fn a_committed_offset_past_the_log_end_is_refused_on_open() {
+    let mut b = sessions();
+    b.publish(1, 1, b"k1", b"m").unwrap();
+    let p = partition_for(b"k1", PARTITIONS);
+    let s = b.accept_partition(1, p, 0).unwrap().unwrap();
+    SessionBroker::poll(&mut b, &s.lease, 0, 10).unwrap();
+    SessionBroker::commit(&mut b, &s.lease, 1, b"seen m", 0).unwrap();
+    let (mut logs, control) = b.into_logs();
+    // The partition log is replaced by one that lost the record (restored from an old backup).
+    logs[p as usize] = MemLog::new();
+    let err = SessionBroker::open(logs, control, broker_config(0)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("partition {p} has a committed offset of 1 but its log ends at 0")
     );
 }

@@ -12,8 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use blazes::runtime::{
-    Dedup, Envelope, Log, MemLog, Output, Replica, Sequencer, SmrError, Snapshot, StateMachine,
-    Submitted,
+    Dedup, Envelope, Log, MemLog, Output, Replica, Sequencer, SequencerError, SmrError, Snapshot,
+    StateMachine, Submitted,
 };
 use proptest::prelude::*;
 
@@ -79,6 +79,7 @@ fn fresh() -> Chain {
 fn message(producer: u64, seq: u64) -> Envelope {
     Envelope {
         producer,
+        epoch: 0,
         seq,
         payload: format!("p{producer}-m{seq}").into_bytes(),
     }
@@ -167,7 +168,7 @@ fn run_sequenced(seed: u64, producers: u64, msgs: u64, replicas: usize) -> Outco
                 let r = rng.below(slots.len());
                 let s = &mut slots[r];
                 s.replica = match &s.snapshot {
-                    Some(snap) => Replica::recover(snap).unwrap(),
+                    Some(snap) => Replica::recover(snap, seq.log()).unwrap(),
                     None => Replica::new(fresh()),
                 };
                 s.link.clear();
@@ -354,7 +355,214 @@ fn retries_are_dropped_across_a_sequencer_restart_on_a_file_log() {
     let err = seq.submit(&[message(2, 3)]).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "producer 2 sent sequence number 3 but 2 is the next one"
+        "producer 2 sent sequence number 3 in epoch 0 but 2 is the next one"
     );
     assert_eq!(seq.log().end(), 4);
+}
+
+// ---------------------------------------------------------------- durability of what is read
+
+/// A sequencer on a log whose records become durable only on `sync`; m1 is synced, m2 is not,
+/// then the log crashes, the sequencer reopens and m3 takes offset 1. A replica that stepped
+/// before the crash either saw only durable records (`reader_ignores_durability == false`) or,
+/// the control, read the log as if everything appended were already durable. Returns the
+/// replica's final state, the reference state of a fresh replica over the final log, and the
+/// outputs that passed a `Dedup` versus the reference outputs.
+fn crash_after_an_unsynced_append(
+    reader_ignores_durability: bool,
+) -> (Chain, Chain, Vec<Output>, Vec<Output>) {
+    let mut seq = Sequencer::open(MemLog::manual_sync()).unwrap();
+    seq.submit(&[message(1, 1)]).unwrap();
+    seq.log_mut().sync().unwrap();
+    seq.submit(&[message(2, 1)]).unwrap();
+    let mut replica = Replica::new(fresh());
+    let mut dedup = Dedup::new();
+    let mut passed = Vec::new();
+    let early = if reader_ignores_durability {
+        let mut view = seq.log().clone();
+        view.sync().unwrap();
+        replica.step(&view, usize::MAX).unwrap()
+    } else {
+        replica.step(seq.log(), usize::MAX).unwrap()
+    };
+    passed.extend(dedup.filter(0, early));
+    // Power cut: m2 was never durable; the sequencer restarts and producer 3's message is next.
+    let mut log = seq.into_log();
+    log.crash();
+    let mut seq = Sequencer::open(log).unwrap();
+    seq.submit(&[message(3, 1)]).unwrap();
+    seq.log_mut().sync().unwrap();
+    passed.extend(dedup.filter(0, replica.step(seq.log(), usize::MAX).unwrap()));
+    let mut reference = Replica::new(fresh());
+    let expected = reference.step(seq.log(), usize::MAX).unwrap();
+    (
+        replica.machine().clone(),
+        reference.machine().clone(),
+        passed,
+        expected,
+    )
+}
+
+#[test]
+fn replicas_apply_durable_records_only() {
+    let (state, reference, passed, expected) = crash_after_an_unsynced_append(false);
+    assert_eq!(state, reference);
+    assert_eq!(passed, expected);
+}
+
+/// Negative control: a reader that acts on unsynced records diverges from the log, and `Dedup`
+/// then drops the outputs of the record that really holds the reused offset.
+#[test]
+fn negative_control_reading_unsynced_records_diverges() {
+    let (state, reference, passed, expected) = crash_after_an_unsynced_append(true);
+    assert_ne!(
+        state, reference,
+        "replica applied a record the crash erased"
+    );
+    assert_ne!(passed, expected, "dedup passed outputs of an erased record");
+}
+
+#[test]
+fn recovery_checks_the_snapshot_against_the_log() {
+    let mut seq = Sequencer::open(MemLog::manual_sync()).unwrap();
+    seq.submit(&[message(1, 1), message(1, 2)]).unwrap();
+    seq.log_mut().sync().unwrap();
+    let mut replica = Replica::new(fresh());
+    replica.step(seq.log(), usize::MAX).unwrap();
+    let snap = replica.snapshot();
+    // The snapshot matches the log it was taken from.
+    let back = Replica::<Chain>::recover(&snap, seq.log()).unwrap();
+    assert_eq!(back.machine(), replica.machine());
+    // A log that does not reach the snapshot's position (it lost records, or is another log).
+    let mut short = Sequencer::open(MemLog::new()).unwrap();
+    short.submit(&[message(1, 1)]).unwrap();
+    let err = Replica::<Chain>::recover(&snap, short.log()).unwrap_err();
+    assert!(matches!(err, SmrError::SnapshotMismatch { .. }), "{err}");
+    // A log of the same length whose record before the snapshot's position differs.
+    let mut other = Sequencer::open(MemLog::new()).unwrap();
+    other.submit(&[message(1, 1), message(2, 1)]).unwrap();
+    let err = Replica::<Chain>::recover(&snap, other.log()).unwrap_err();
+    assert!(
+        err.to_string().contains("last input it covers differs"),
+        "{err}"
+    );
+}
+
+// ---------------------------------------------------------------- producer epochs, ambiguity
+
+#[test]
+fn a_restarted_producer_starts_a_new_epoch_and_fences_the_old_one() {
+    let mut seq = Sequencer::open(MemLog::new()).unwrap();
+    seq.submit(&[message(1, 1), message(1, 2)]).unwrap();
+    // The producer restarts without its counter: next epoch, from sequence number 1.
+    let epoch = seq.epoch(1) + 1;
+    let restarted = Envelope {
+        epoch,
+        ..message(1, 1)
+    };
+    assert_eq!(
+        seq.submit(std::slice::from_ref(&restarted)).unwrap(),
+        vec![Submitted::Appended(2)]
+    );
+    assert_eq!(
+        seq.submit(&[restarted]).unwrap(),
+        vec![Submitted::Duplicate]
+    );
+    // The old incarnation is fenced, even with a sequence number it never used.
+    let err = seq.submit(&[message(1, 3)]).unwrap_err();
+    assert!(
+        matches!(err, SequencerError::Fenced { current: 1, .. }),
+        "{err}"
+    );
+    // Epochs are rebuilt from the log on reopen.
+    let seq = Sequencer::open(seq.into_log()).unwrap();
+    assert_eq!((seq.epoch(1), seq.high_water(1)), (1, 1));
+}
+
+/// A log whose append lands but whose acknowledgement is lost (a timeout): the outcome is
+/// ambiguous, the caller only knows it failed.
+struct LostAck {
+    log: MemLog,
+    lose_next: bool,
+}
+
+impl Log for LostAck {
+    fn append_expected(
+        &mut self,
+        batch: &[&[u8]],
+        expected_end: u64,
+    ) -> Result<Vec<u64>, blazes::runtime::LogError> {
+        self.log.append_expected(batch, expected_end)?;
+        if std::mem::take(&mut self.lose_next) {
+            return Err(blazes::runtime::LogError::Io {
+                path: "engine".into(),
+                source: std::io::Error::from(std::io::ErrorKind::TimedOut),
+            });
+        }
+        Ok((expected_end..expected_end + batch.len() as u64).collect())
+    }
+    fn read_durable(
+        &self,
+        offset: u64,
+        max: usize,
+    ) -> Result<Vec<blazes::runtime::Record>, blazes::runtime::LogError> {
+        self.log.read_durable(offset, max)
+    }
+    fn end(&self) -> u64 {
+        self.log.end()
+    }
+    fn durable_end(&self) -> u64 {
+        self.log.durable_end()
+    }
+    fn sync(&mut self) -> Result<(), blazes::runtime::LogError> {
+        self.log.sync()
+    }
+}
+
+#[test]
+fn a_retry_after_an_ambiguous_append_is_a_duplicate() {
+    let log = LostAck {
+        log: MemLog::new(),
+        lose_next: true,
+    };
+    let mut seq = Sequencer::open(log).unwrap();
+    let batch = [message(1, 1), message(2, 1)];
+    assert!(
+        seq.submit(&batch)
+            .unwrap_err()
+            .to_string()
+            .contains("timed out")
+    );
+    assert_eq!(
+        seq.submit(&batch).unwrap(),
+        vec![Submitted::Duplicate, Submitted::Duplicate]
+    );
+    assert_eq!(
+        seq.submit(&[message(1, 2)]).unwrap(),
+        vec![Submitted::Appended(2)]
+    );
+    assert_eq!(seq.log().end(), 3);
+}
+
+#[test]
+fn a_conditional_append_loses_to_another_writer_and_catches_up() {
+    let mut seq = Sequencer::open(MemLog::new()).unwrap();
+    seq.submit(&[message(1, 1)]).unwrap();
+    // Another writer (a second sequencer instance on a shared engine) appends message 2.
+    let other = message(1, 2).encode();
+    seq.log_mut().append(&[&other]).unwrap();
+    assert_eq!(
+        seq.submit(&[message(1, 2), message(1, 3)]).unwrap(),
+        vec![Submitted::Duplicate, Submitted::Appended(2)]
+    );
+    // The conditional append itself refuses a stale expected end and appends nothing.
+    let err = seq.log_mut().append_expected(&[b"x"], 1).unwrap_err();
+    assert!(matches!(
+        err,
+        blazes::runtime::LogError::Conflict {
+            expected: 1,
+            actual: 3
+        }
+    ));
+    assert_eq!(seq.log().end(), 3);
 }

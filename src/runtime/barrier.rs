@@ -12,28 +12,52 @@
 //!   which messages arrive never changes what is released, only when;
 //! - a released batch is ordered by (producer, index), so its contents *and* order are identical
 //!   across schedules, which is what lets an order-sensitive consumer sit behind the barrier;
-//! - a partition is released at most once; a later record or seal for it is an error
-//!   ([`BarrierError::AlreadyReleased`]), as is a record beyond the announced count;
-//! - a retransmitted record (same producer, partition and index, same content) is absorbed;
-//! - at most `max_buffered` records are held; beyond that [`BarrierError::Full`] pushes back on
-//!   the caller without accepting the record.
+//! - a partition is released at most once, with the records of the producers in its set only
+//!   (a producer removed by [`SealBarrier::set_producers`] takes its buffered records and its
+//!   seal with it);
+//! - after the release, a retransmission of a record or seal that was part of it (index below
+//!   the count its producer sealed, same seal count) is absorbed like any retransmission, while
+//!   a record that was *not* part of it is [`BarrierError::Late`]: the two are told apart
+//!   because the barrier keeps each released partition's seal counts;
+//! - at most `max_buffered` records are held, and the bound cannot deadlock: records of
+//!   partitions other than the *head* (the pending partition that started first) may fill only
+//!   half of it (rounded down), so the head always has room for half of it rounded up, and a
+//!   partition of at most that many records always completes once its records and seals
+//!   arrive, whatever the other partitions hold. Beyond the bound
+//!   [`BarrierError::Full`] pushes back on the caller without accepting the record;
+//! - [`SealBarrier::missing`] names the producers a pending partition waits for, so a caller
+//!   with a clock (the service) can report a producer that stopped sealing instead of stalling
+//!   silently.
 //!
 //! A partition whose producer set has one member is an "independent seal": that producer's seal
 //! alone completes it, with no agreement among producers.
+//!
+//! [`DurableBarrier`] adds crash safety: every accepted record, seal and producer set is
+//! journaled in a [`Log`] (and synced) before the call returns, and so is each acknowledgement
+//! of a delivered release. Reopening replays the journal through the same deterministic core,
+//! which reaches the same state and therefore decides the same releases with the same contents:
+//! a partition is released once, across crashes. A release that was decided but not
+//! acknowledged as delivered before the crash is handed out again by
+//! [`DurableBarrier::open`] (identical, so a consumer that keys its effect by partition applies
+//! it once); an acknowledged one never is.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::log::{Log, LogError};
 use super::sequencer::ProducerId;
 
 /// Errors of the seal barrier.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BarrierError {
-    /// The partition was already released; the message came too late to be part of it.
+    /// The partition was already released and the message was not part of the release.
     #[error(
-        "partition {partition} was already released; the late message from producer {producer} is rejected"
+        "partition {partition} was already released without this message from producer {producer}; it came too late"
     )]
-    AlreadyReleased {
+    Late {
         /// Partition (debug-formatted).
         partition: String,
         /// Sender.
@@ -114,15 +138,8 @@ pub struct Release<P, R> {
 struct Pending<R> {
     records: BTreeMap<(ProducerId, u64), R>,
     seals: BTreeMap<ProducerId, u64>,
-}
-
-impl<R> Default for Pending<R> {
-    fn default() -> Self {
-        Pending {
-            records: BTreeMap::new(),
-            seals: BTreeMap::new(),
-        }
-    }
+    /// Arrival rank of the partition's first message: the smallest pending one is the head.
+    started: u64,
 }
 
 /// Buffers records per partition until every producer has sealed the partition.
@@ -133,13 +150,16 @@ pub struct SealBarrier<P: Ord, R> {
     max_buffered: usize,
     buffered: usize,
     pending: BTreeMap<P, Pending<R>>,
-    released: BTreeSet<P>,
+    /// Released partitions with the seal counts they were released with.
+    released: BTreeMap<P, BTreeMap<ProducerId, u64>>,
+    /// Arrival rank for the next partition that starts.
+    next_start: u64,
 }
 
 impl<P: Ord + Clone + Debug, R: Clone + PartialEq> SealBarrier<P, R> {
     /// A barrier where every partition is produced by `producers`, holding at most
-    /// `max_buffered` records. The limit must exceed the largest partition, or that partition
-    /// can never complete.
+    /// `max_buffered` records. Any partition of at most `max_buffered / 2` records (rounded up)
+    /// completes whatever the other partitions hold (see the module documentation).
     pub fn new(producers: impl IntoIterator<Item = ProducerId>, max_buffered: usize) -> Self {
         SealBarrier {
             default_producers: producers.into_iter().collect(),
@@ -147,25 +167,74 @@ impl<P: Ord + Clone + Debug, R: Clone + PartialEq> SealBarrier<P, R> {
             max_buffered,
             buffered: 0,
             pending: BTreeMap::new(),
-            released: BTreeSet::new(),
+            released: BTreeMap::new(),
+            next_start: 0,
         }
     }
 
     /// Sets the producer set of one partition from a membership view. It must be set before the
     /// partition can complete (a partition released under a smaller set cannot be recalled).
+    /// Buffered records and seals of producers outside the new set are dropped: the release
+    /// contains exactly the records of the producers in the set.
     pub fn set_producers(
         &mut self,
         partition: P,
         producers: impl IntoIterator<Item = ProducerId>,
     ) -> Result<Option<Release<P, R>>, BarrierError> {
-        if self.released.contains(&partition) {
+        if self.released.contains_key(&partition) {
             return Err(BarrierError::ViewAfterRelease {
                 partition: format!("{partition:?}"),
             });
         }
-        self.view
-            .insert(partition.clone(), producers.into_iter().collect());
+        let set: BTreeSet<ProducerId> = producers.into_iter().collect();
+        if let Some(pending) = self.pending.get_mut(&partition) {
+            let before = pending.records.len();
+            pending.records.retain(|(prod, _), _| set.contains(prod));
+            pending.seals.retain(|prod, _| set.contains(prod));
+            self.buffered -= before - pending.records.len();
+        }
+        self.view.insert(partition.clone(), set);
         Ok(self.try_release(&partition))
+    }
+
+    fn pending_entry(&mut self, partition: &P) -> &mut Pending<R> {
+        if !self.pending.contains_key(partition) {
+            let started = self.next_start;
+            self.next_start += 1;
+            self.pending.insert(
+                partition.clone(),
+                Pending {
+                    records: BTreeMap::new(),
+                    seals: BTreeMap::new(),
+                    started,
+                },
+            );
+        }
+        self.pending.get_mut(partition).expect("inserted above")
+    }
+
+    /// The pending partition that started first: the one the buffer keeps room for.
+    fn head(&self) -> Option<&P> {
+        self.pending
+            .iter()
+            .min_by_key(|(_, p)| p.started)
+            .map(|(k, _)| k)
+    }
+
+    /// Whether one more record of `partition` fits: anywhere below the limit for the head,
+    /// within half of it for every other partition.
+    fn has_room(&self, partition: &P) -> bool {
+        let head = self.head();
+        if self.buffered >= self.max_buffered {
+            return false;
+        }
+        if head.is_none_or(|h| h == partition) {
+            return true;
+        }
+        let head_records = head
+            .and_then(|h| self.pending.get(h))
+            .map_or(0, |p| p.records.len());
+        self.buffered - head_records < self.max_buffered / 2
     }
 
     fn producers(&self, partition: &P) -> &BTreeSet<ProducerId> {
@@ -173,12 +242,6 @@ impl<P: Ord + Clone + Debug, R: Clone + PartialEq> SealBarrier<P, R> {
     }
 
     fn admit(&self, producer: ProducerId, partition: &P) -> Result<(), BarrierError> {
-        if self.released.contains(partition) {
-            return Err(BarrierError::AlreadyReleased {
-                partition: format!("{partition:?}"),
-                producer,
-            });
-        }
         if !self.producers(partition).contains(&producer) {
             return Err(BarrierError::UnknownProducer {
                 partition: format!("{partition:?}"),
@@ -197,6 +260,15 @@ impl<P: Ord + Clone + Debug, R: Clone + PartialEq> SealBarrier<P, R> {
         index: u64,
         record: R,
     ) -> Result<Option<Release<P, R>>, BarrierError> {
+        if let Some(seals) = self.released.get(&partition) {
+            return match seals.get(&producer) {
+                Some(&count) if index < count => Ok(None),
+                _ => Err(BarrierError::Late {
+                    partition: format!("{partition:?}"),
+                    producer,
+                }),
+            };
+        }
         self.admit(producer, &partition)?;
         let pending = self.pending.get(&partition);
         if let Some(&announced) = pending.and_then(|p| p.seals.get(&producer))
@@ -220,15 +292,13 @@ impl<P: Ord + Clone + Debug, R: Clone + PartialEq> SealBarrier<P, R> {
                 })
             };
         }
-        if self.buffered >= self.max_buffered {
+        if !self.has_room(&partition) {
             return Err(BarrierError::Full {
                 limit: self.max_buffered,
             });
         }
         self.buffered += 1;
-        self.pending
-            .entry(partition.clone())
-            .or_default()
+        self.pending_entry(&partition)
             .records
             .insert((producer, index), record);
         Ok(self.try_release(&partition))
@@ -242,8 +312,17 @@ impl<P: Ord + Clone + Debug, R: Clone + PartialEq> SealBarrier<P, R> {
         partition: P,
         count: u64,
     ) -> Result<Option<Release<P, R>>, BarrierError> {
+        if let Some(seals) = self.released.get(&partition) {
+            return match seals.get(&producer) {
+                Some(&first) if first == count => Ok(None),
+                _ => Err(BarrierError::Late {
+                    partition: format!("{partition:?}"),
+                    producer,
+                }),
+            };
+        }
         self.admit(producer, &partition)?;
-        let pending = self.pending.entry(partition.clone()).or_default();
+        let pending = self.pending_entry(&partition);
         match pending.seals.get(&producer) {
             Some(&first) if first != count => {
                 return Err(BarrierError::SealConflict {
@@ -286,7 +365,7 @@ impl<P: Ord + Clone + Debug, R: Clone + PartialEq> SealBarrier<P, R> {
         }
         let pending = self.pending.remove(partition)?;
         self.buffered -= pending.records.len();
-        self.released.insert(partition.clone());
+        self.released.insert(partition.clone(), pending.seals);
         Some(Release {
             partition: partition.clone(),
             records: pending.records.into_values().collect(),
@@ -300,12 +379,218 @@ impl<P: Ord + Clone + Debug, R: Clone + PartialEq> SealBarrier<P, R> {
 
     /// Whether `partition` has been released.
     pub fn is_released(&self, partition: &P) -> bool {
-        self.released.contains(partition)
+        self.released.contains_key(partition)
+    }
+
+    /// The producers a pending partition still waits for (no seal yet, or records missing
+    /// below the count they sealed), in id order; empty for a partition that is not pending.
+    pub fn missing(&self, partition: &P) -> Vec<ProducerId> {
+        let Some(pending) = self.pending.get(partition) else {
+            return Vec::new();
+        };
+        self.producers(partition)
+            .iter()
+            .copied()
+            .filter(|prod| {
+                pending.seals.get(prod).is_none_or(|&count| {
+                    (pending.records.range((*prod, 0)..(*prod, count)).count() as u64) < count
+                })
+            })
+            .collect()
     }
 
     /// Partitions with buffered records or seals that are not yet complete, in order.
     pub fn pending_partitions(&self) -> Vec<P> {
         self.pending.keys().cloned().collect()
+    }
+}
+
+/// Errors of a [`DurableBarrier`].
+#[derive(Debug, thiserror::Error)]
+pub enum DurableBarrierError {
+    /// The barrier refused the message; nothing was journaled.
+    #[error(transparent)]
+    Barrier(#[from] BarrierError),
+    /// The journal failed. The message was accepted in memory but may not be durable, so the
+    /// barrier refuses everything until reopened (the journal then decides).
+    #[error(transparent)]
+    Log(#[from] LogError),
+    /// A journal record does not decode.
+    #[error("barrier journal record at offset {offset} is malformed: {reason}")]
+    Malformed {
+        /// Offset of the record.
+        offset: u64,
+        /// Decoder message.
+        reason: String,
+    },
+    /// An earlier journal failure left memory ahead of the journal.
+    #[error("barrier is unusable after a journal failure; reopen it")]
+    Poisoned,
+}
+
+/// One journal record of a [`DurableBarrier`].
+#[derive(serde::Serialize, serde::Deserialize)]
+enum Entry<P, R> {
+    Producers(P, Vec<ProducerId>),
+    Record(ProducerId, P, u64, R),
+    Seal(ProducerId, P, u64),
+    Delivered(P),
+}
+
+/// A [`SealBarrier`] whose accepted messages and delivered releases are journaled in a [`Log`].
+#[derive(Debug)]
+pub struct DurableBarrier<P: Ord, R, L> {
+    core: SealBarrier<P, R>,
+    journal: L,
+    /// Releases decided but not yet acknowledged with [`DurableBarrier::delivered`].
+    undelivered: BTreeSet<P>,
+    poisoned: bool,
+}
+
+impl<P, R, L> DurableBarrier<P, R, L>
+where
+    P: Ord + Clone + Debug + Serialize + DeserializeOwned,
+    R: Clone + PartialEq + Serialize + DeserializeOwned,
+    L: Log,
+{
+    /// Opens a barrier on `journal`, replaying it into `empty` (a fresh [`SealBarrier`] with the
+    /// configuration the journal was written with). Returns the barrier and the releases that
+    /// were decided before a crash but not acknowledged as delivered, in partition order.
+    pub fn open(
+        empty: SealBarrier<P, R>,
+        mut journal: L,
+    ) -> Result<(Self, Vec<Release<P, R>>), DurableBarrierError> {
+        if journal.durable_end() < journal.end() {
+            journal.sync()?;
+        }
+        let mut core = empty;
+        let mut decided: BTreeMap<P, Release<P, R>> = BTreeMap::new();
+        let mut offset = 0;
+        loop {
+            let batch = journal.read_durable(offset, 1024)?;
+            let Some(last) = batch.last() else { break };
+            offset = last.offset + 1;
+            for rec in batch {
+                let entry: Entry<P, R> = serde_json::from_slice(&rec.payload).map_err(|e| {
+                    DurableBarrierError::Malformed {
+                        offset: rec.offset,
+                        reason: e.to_string(),
+                    }
+                })?;
+                // The core is deterministic: replaying what it accepted, in order, accepts it
+                // again and completes the same partitions with the same records.
+                let released = match entry {
+                    Entry::Producers(p, set) => core.set_producers(p, set),
+                    Entry::Record(prod, p, i, r) => core.offer_record(prod, p, i, r),
+                    Entry::Seal(prod, p, n) => core.offer_seal(prod, p, n),
+                    Entry::Delivered(p) => {
+                        decided.remove(&p);
+                        Ok(None)
+                    }
+                };
+                if let Ok(Some(release)) = released {
+                    decided.insert(release.partition.clone(), release);
+                }
+            }
+        }
+        let barrier = DurableBarrier {
+            core,
+            journal,
+            undelivered: decided.keys().cloned().collect(),
+            poisoned: false,
+        };
+        Ok((barrier, decided.into_values().collect()))
+    }
+
+    fn journal(
+        &mut self,
+        entry: &Entry<P, R>,
+        result: Result<Option<Release<P, R>>, BarrierError>,
+    ) -> Result<Option<Release<P, R>>, DurableBarrierError> {
+        let release = result?;
+        let bytes = serde_json::to_vec(entry).map_err(|e| DurableBarrierError::Malformed {
+            offset: self.journal.end(),
+            reason: e.to_string(),
+        })?;
+        if let Err(e) = self
+            .journal
+            .append(&[&bytes])
+            .and_then(|_| self.journal.sync())
+        {
+            self.poisoned = true;
+            return Err(e.into());
+        }
+        if let Some(r) = &release {
+            self.undelivered.insert(r.partition.clone());
+        }
+        Ok(release)
+    }
+
+    fn usable(&self) -> Result<(), DurableBarrierError> {
+        if self.poisoned {
+            Err(DurableBarrierError::Poisoned)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// [`SealBarrier::offer_record`], durable on return.
+    pub fn offer_record(
+        &mut self,
+        producer: ProducerId,
+        partition: P,
+        index: u64,
+        record: R,
+    ) -> Result<Option<Release<P, R>>, DurableBarrierError> {
+        self.usable()?;
+        let result = self
+            .core
+            .offer_record(producer, partition.clone(), index, record.clone());
+        self.journal(&Entry::Record(producer, partition, index, record), result)
+    }
+
+    /// [`SealBarrier::offer_seal`], durable on return.
+    pub fn offer_seal(
+        &mut self,
+        producer: ProducerId,
+        partition: P,
+        count: u64,
+    ) -> Result<Option<Release<P, R>>, DurableBarrierError> {
+        self.usable()?;
+        let result = self.core.offer_seal(producer, partition.clone(), count);
+        self.journal(&Entry::Seal(producer, partition, count), result)
+    }
+
+    /// [`SealBarrier::set_producers`], durable on return.
+    pub fn set_producers(
+        &mut self,
+        partition: P,
+        producers: impl IntoIterator<Item = ProducerId>,
+    ) -> Result<Option<Release<P, R>>, DurableBarrierError> {
+        self.usable()?;
+        let set: Vec<ProducerId> = producers.into_iter().collect();
+        let result = self.core.set_producers(partition.clone(), set.clone());
+        self.journal(&Entry::Producers(partition, set), result)
+    }
+
+    /// Acknowledges that the consumer has durably dealt with `partition`'s release: it will not
+    /// be handed out again after a crash.
+    pub fn delivered(&mut self, partition: P) -> Result<(), DurableBarrierError> {
+        self.usable()?;
+        if self.undelivered.remove(&partition) {
+            self.journal(&Entry::Delivered(partition), Ok(None))?;
+        }
+        Ok(())
+    }
+
+    /// The in-memory barrier (for `buffered`, `missing`, `is_released`, ...).
+    pub fn barrier(&self) -> &SealBarrier<P, R> {
+        &self.core
+    }
+
+    /// Gives the journal back (e.g. to reopen after a simulated crash).
+    pub fn into_journal(self) -> L {
+        self.journal
     }
 }
 
@@ -320,9 +605,11 @@ mod tests {
         assert_eq!(b.offer_record(7, 1, 1, "b").unwrap(), None);
         let r = b.offer_record(7, 1, 0, "a").unwrap().unwrap();
         assert_eq!(r.records, vec!["a", "b"]);
+        // A retransmission of a released record is absorbed; a record beyond the seal is late.
+        assert_eq!(b.offer_record(7, 1, 0, "a"), Ok(None));
         assert!(matches!(
-            b.offer_record(7, 1, 0, "a"),
-            Err(BarrierError::AlreadyReleased { .. })
+            b.offer_record(7, 1, 2, "c"),
+            Err(BarrierError::Late { .. })
         ));
         assert_eq!(b.buffered(), 0);
     }

@@ -1,22 +1,38 @@
 //! Durable append-only log: the substrate of every ordering mechanism.
 //!
 //! A log assigns each appended record a dense offset (0, 1, 2, ...) and returns records in offset
-//! order to every reader. The [`Log`] trait is deliberately small (append, read from an offset,
-//! the durable end, sync) because it is the seam where a distributed engine plugs in later.
+//! order to every reader. The [`Log`] trait is the seam where another engine plugs in, so it says
+//! only what such an engine can honour:
+//! - a *conditional* append: [`Log::append_expected`] appends a batch only if the log still ends
+//!   where the caller expects, and otherwise appends nothing and says where it ends
+//!   ([`LogError::Conflict`]);
+//! - appends can fail *ambiguously* (an I/O error, a timeout): the batch may or may not be in the
+//!   log ([`LogError::is_ambiguous`]). Callers resolve that by idempotency, never by appending
+//!   blindly again: they read back (or let recovery decide) and skip what is already there;
+//! - readers see durable records only ([`Log::read_durable`]): a record that a crash can still
+//!   erase is invisible, so no reader ever acts on an offset that may later hold another record.
 //!
 //! [`FileLog`] stores records in segment files named by their first offset. Each record is
 //! `len: u32 | crc32c: u32 | offset: u64 | payload`, all little-endian, where the CRC covers the
 //! offset and the payload. Invariants:
 //! - offsets are dense and strictly increasing across segments;
 //! - a record at an offset below [`Log::durable_end`] has been fsynced and survives a crash;
+//! - an append that fails before any fsync failed leaves no trace (its bytes are cut off again,
+//!   durably); a failed fsync *poisons* the handle ([`LogError::Poisoned`]): what the kernel kept
+//!   is unknown, so only a reopen, whose recovery reads the files, decides what the log holds;
 //! - recovery on open keeps the longest valid prefix (length in bounds, CRC matches, offset is
-//!   the expected one) and truncates everything after it, so a torn or corrupt tail never
-//!   produces a garbage record and never hides an acknowledged one.
+//!   the expected one), truncates everything after it and fsyncs what it keeps, so a torn or
+//!   corrupt tail never produces a garbage record and never hides an acknowledged one;
+//! - one handle per directory: an exclusive `flock` on `LOCK` in the directory, held until the
+//!   handle is dropped, refuses a second open from this or another process
+//!   ([`LogError::Locked`]).
 //!
-//! [`MemLog`] has the same semantics without files, for tests and model checking.
+//! [`MemLog`] has the same semantics without files, for tests and model checking; its
+//! [`MemLog::manual_sync`] mode keeps unsynced records apart so a test can [`MemLog::crash`] it.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -49,6 +65,34 @@ pub enum LogError {
         /// Offset of the damaged record.
         offset: u64,
     },
+    /// A conditional append found the log ending elsewhere than expected; nothing was appended.
+    #[error("conditional append expected the log to end at {expected} but it ends at {actual}")]
+    Conflict {
+        /// End the caller expected.
+        expected: u64,
+        /// End the log has.
+        actual: u64,
+    },
+    /// An earlier fsync (or the undoing of a failed write) failed, so what is on disk is
+    /// unknown; the handle refuses everything until the log is reopened.
+    #[error("log is unusable after an earlier failure; reopen it to recover")]
+    Poisoned,
+    /// Another handle (in this or another process) has the log directory open.
+    #[error("log directory {path} is in use by another handle")]
+    Locked {
+        /// The directory.
+        path: PathBuf,
+    },
+}
+
+impl LogError {
+    /// Whether an append that returned this error may nevertheless have appended its batch
+    /// (or part of it, as seen after recovery). A caller must resolve such an outcome by reading
+    /// back, not by appending again. [`LogError::Conflict`] and [`LogError::RecordTooLarge`]
+    /// appended nothing.
+    pub fn is_ambiguous(&self) -> bool {
+        matches!(self, LogError::Io { .. } | LogError::Poisoned)
+    }
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> LogError + '_ {
@@ -67,14 +111,29 @@ pub struct Record {
     pub payload: Vec<u8>,
 }
 
-/// An append-only, totally ordered log.
+/// An append-only, totally ordered log (the seam between the cores and a storage engine).
+///
+/// Implementations: [`FileLog`] (local files), [`MemLog`] (tests, model checking). An engine
+/// such as a replicated stream implements the same contract: `append_expected` maps to an
+/// append conditioned on the last sequence number, `durable_end` to what the engine has
+/// acknowledged as stored.
 pub trait Log {
-    /// Appends a batch atomically in order and returns the offsets assigned to its records.
-    /// Whether the batch is durable on return depends on the implementation's sync policy; it is
-    /// durable once [`Log::durable_end`] exceeds its last offset.
-    fn append(&mut self, batch: &[&[u8]]) -> Result<Vec<u64>, LogError>;
-    /// Returns up to `max` records starting at `offset`, in offset order.
-    fn read_from(&self, offset: u64, max: usize) -> Result<Vec<Record>, LogError>;
+    /// Appends a batch, in order and atomically, if and only if the log ends at `expected_end`;
+    /// returns the offsets assigned (`expected_end`, `expected_end + 1`, ...). Otherwise appends
+    /// nothing and returns [`LogError::Conflict`]. Whether the batch is durable on return
+    /// depends on the implementation's sync policy; it is durable once [`Log::durable_end`]
+    /// exceeds its last offset. An error for which [`LogError::is_ambiguous`] holds leaves the
+    /// batch's presence unknown.
+    fn append_expected(&mut self, batch: &[&[u8]], expected_end: u64)
+    -> Result<Vec<u64>, LogError>;
+    /// Appends a batch at the current end (for the single writer that owns the log).
+    fn append(&mut self, batch: &[&[u8]]) -> Result<Vec<u64>, LogError> {
+        let end = self.end();
+        self.append_expected(batch, end)
+    }
+    /// Returns up to `max` records starting at `offset`, in offset order, none at or beyond
+    /// [`Log::durable_end`].
+    fn read_durable(&self, offset: u64, max: usize) -> Result<Vec<Record>, LogError>;
     /// Offset one past the last appended record.
     fn end(&self) -> u64;
     /// Offset one past the last durable record: every record below it survives a crash.
@@ -83,30 +142,59 @@ pub trait Log {
     fn sync(&mut self) -> Result<(), LogError>;
 }
 
-/// In-memory log: every append is immediately "durable" (there is nothing to crash).
+/// In-memory log. By default every append is immediately durable (there is nothing to crash);
+/// [`MemLog::manual_sync`] makes records durable only on [`Log::sync`], and [`MemLog::crash`]
+/// then loses the others, as a power cut would.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct MemLog {
     records: Vec<Vec<u8>>,
+    durable: usize,
+    manual: bool,
 }
 
 impl MemLog {
-    /// An empty log.
+    /// An empty log whose appends are durable on return.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty log whose appends become durable only on [`Log::sync`].
+    pub fn manual_sync() -> Self {
+        MemLog {
+            manual: true,
+            ..Self::default()
+        }
+    }
+
+    /// Loses every record that is not durable.
+    pub fn crash(&mut self) {
+        self.records.truncate(self.durable);
     }
 }
 
 impl Log for MemLog {
-    fn append(&mut self, batch: &[&[u8]]) -> Result<Vec<u64>, LogError> {
+    fn append_expected(
+        &mut self,
+        batch: &[&[u8]],
+        expected_end: u64,
+    ) -> Result<Vec<u64>, LogError> {
         let first = self.records.len() as u64;
+        if expected_end != first {
+            return Err(LogError::Conflict {
+                expected: expected_end,
+                actual: first,
+            });
+        }
         self.records.extend(batch.iter().map(|p| p.to_vec()));
+        if !self.manual {
+            self.durable = self.records.len();
+        }
         Ok((first..first + batch.len() as u64).collect())
     }
 
-    fn read_from(&self, offset: u64, max: usize) -> Result<Vec<Record>, LogError> {
+    fn read_durable(&self, offset: u64, max: usize) -> Result<Vec<Record>, LogError> {
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
-        Ok(self
-            .records
+        Ok(self.records[..self.durable]
             .iter()
             .enumerate()
             .skip(start)
@@ -123,10 +211,11 @@ impl Log for MemLog {
     }
 
     fn durable_end(&self) -> u64 {
-        self.end()
+        self.durable as u64
     }
 
     fn sync(&mut self) -> Result<(), LogError> {
+        self.durable = self.records.len();
         Ok(())
     }
 }
@@ -191,9 +280,33 @@ pub struct FileLog {
     durable_end: u64,
     last_sync: Instant,
     recovery: RecoveryReport,
+    /// Set when a failed fsync (or a failed undo) left the files in an unknown state.
+    poisoned: bool,
+    fault: Option<(IoOp, u32)>,
+    /// Holds the directory's exclusive lock for as long as this handle lives.
+    _lock: File,
+}
+
+/// A kind of file operation of [`Log::append_expected`] on a [`FileLog`], for fault injection.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoOp {
+    /// Writing record bytes to a segment.
+    Write,
+    /// Creating a new segment on a roll.
+    Create,
+    /// An fsync of a segment or of the directory.
+    Sync,
+}
+
+/// Where an append failed: before any fsync failed (it can be undone) or in an fsync.
+enum Failure {
+    Undoable(LogError),
+    Sync(LogError),
 }
 
 const SEGMENT_SUFFIX: &str = ".seg";
+const LOCK_FILE: &str = "LOCK";
 
 fn segment_path(dir: &Path, base: u64) -> PathBuf {
     dir.join(format!("{base:020}{SEGMENT_SUFFIX}"))
@@ -210,11 +323,45 @@ fn record_crc(offset: u64, payload: &[u8]) -> u32 {
     !crc32c_update(crc32c_update(!0, &offset.to_le_bytes()), payload)
 }
 
+fn sync_dir(dir: &Path) -> Result<(), LogError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err(dir))
+}
+
+/// Takes an exclusive, non-blocking `flock` on `dir/LOCK`. The kernel drops it when the file is
+/// closed or the process dies, so a crash never leaves a stale lock behind.
+fn lock_dir(dir: &Path) -> Result<File, LogError> {
+    let path = dir.join(LOCK_FILE);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(io_err(&path))?;
+    // SAFETY: `flock` only reads the descriptor, which `file` keeps open for the call.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        let source = std::io::Error::last_os_error();
+        return Err(if source.kind() == std::io::ErrorKind::WouldBlock {
+            LogError::Locked {
+                path: dir.to_path_buf(),
+            }
+        } else {
+            LogError::Io { path, source }
+        });
+    }
+    Ok(file)
+}
+
 impl FileLog {
-    /// Opens (or creates) the log in `dir`, recovering from a torn or corrupt tail.
+    /// Opens (or creates) the log in `dir`, recovering from a torn or corrupt tail. Fails with
+    /// [`LogError::Locked`] while another handle has the directory open.
     pub fn open(dir: impl AsRef<Path>, config: FileLogConfig) -> Result<Self, LogError> {
         let dir = dir.as_ref().to_path_buf();
         fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let lock = lock_dir(&dir)?;
         let mut bases = Vec::new();
         for entry in fs::read_dir(&dir).map_err(io_err(&dir))? {
             let entry = entry.map_err(io_err(&dir))?;
@@ -236,6 +383,9 @@ impl FileLog {
             durable_end: 0,
             last_sync: Instant::now(),
             recovery: RecoveryReport::default(),
+            poisoned: false,
+            fault: None,
+            _lock: lock,
         };
         let mut broken = false;
         for base in bases {
@@ -258,10 +408,13 @@ impl FileLog {
             let len = file.metadata().map_err(io_err(&path))?.len();
             if valid < len {
                 file.set_len(valid).map_err(io_err(&path))?;
-                file.sync_all().map_err(io_err(&path))?;
                 log.recovery.truncated_bytes += len - valid;
                 broken = true;
             }
+            // What the previous handle wrote may still sit in the page cache only (a process
+            // crash loses no page-cache data, but a power cut after it would): what recovery
+            // keeps is durable only once this returns.
+            file.sync_all().map_err(io_err(&path))?;
             log.segments.push(Segment {
                 path,
                 file,
@@ -269,9 +422,7 @@ impl FileLog {
             });
         }
         if broken {
-            File::open(&dir)
-                .and_then(|d| d.sync_all())
-                .map_err(io_err(&dir))?;
+            sync_dir(&dir)?;
         }
         log.durable_end = log.index.len() as u64;
         log.recovery.records = log.durable_end;
@@ -314,43 +465,166 @@ impl FileLog {
         &self.dir
     }
 
-    fn roll_if_needed(&mut self) -> Result<(), LogError> {
-        let need_new = match self.segments.last() {
-            None => true,
-            Some(s) => s.len >= self.config.segment_bytes,
-        };
-        if need_new {
-            let base = self.index.len() as u64;
-            let path = segment_path(&self.dir, base);
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&path)
-                .map_err(io_err(&path))?;
-            // The new file's directory entry must be durable before records in it can be.
-            File::open(&self.dir)
-                .and_then(|d| d.sync_all())
-                .map_err(io_err(&self.dir))?;
-            self.segments.push(Segment { path, file, len: 0 });
+    /// Makes the `nth` (0-based) next file operation of kind `op` fail with an I/O error, once.
+    /// Exists for the fault-injection tests of the append path.
+    #[doc(hidden)]
+    pub fn inject_fault(&mut self, op: IoOp, nth: u32) {
+        self.fault = Some((op, nth));
+    }
+
+    fn fault(&mut self, op: IoOp) -> std::io::Result<()> {
+        match &mut self.fault {
+            Some((o, 0)) if *o == op => {
+                self.fault = None;
+                Err(std::io::Error::other("injected fault"))
+            }
+            Some((o, n)) if *o == op => {
+                *n -= 1;
+                Ok(())
+            }
+            _ => Ok(()),
         }
-        Ok(())
+    }
+
+    fn roll(&mut self) -> Result<(), Failure> {
+        let base = self.index.len() as u64;
+        let path = segment_path(&self.dir, base);
+        let file = self
+            .fault(IoOp::Create)
+            .and_then(|_| {
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .open(&path)
+            })
+            .map_err(|e| Failure::Undoable(io_err(&path)(e)))?;
+        self.segments.push(Segment { path, file, len: 0 });
+        // The new file's directory entry must be durable before records in it can be.
+        self.fault(IoOp::Sync)
+            .map_err(io_err(&self.dir))
+            .and_then(|_| sync_dir(&self.dir))
+            .map_err(Failure::Sync)
     }
 
     fn fsync_tail(&mut self) -> Result<(), LogError> {
-        // Earlier segments were synced before the roll away from them (see `append`).
+        // Earlier segments were synced before the roll away from them (see `write_batch`).
+        let injected = self.fault(IoOp::Sync);
         if let Some(seg) = self.segments.last() {
-            seg.file.sync_data().map_err(io_err(&seg.path))?;
+            injected
+                .and_then(|_| seg.file.sync_data())
+                .map_err(io_err(&seg.path))?;
         }
         self.durable_end = self.index.len() as u64;
         self.last_sync = Instant::now();
         Ok(())
     }
+
+    /// Writes the batch, rolling segments as needed; on failure says whether it can be undone.
+    fn write_batch(&mut self, batch: &[&[u8]]) -> Result<Vec<u64>, Failure> {
+        let mut offsets = Vec::with_capacity(batch.len());
+        let mut buf = Vec::new();
+        let mut i = 0;
+        while i < batch.len() {
+            match self.segments.last() {
+                None => self.roll()?,
+                Some(s) if s.len >= self.config.segment_bytes => {
+                    if self.durable_end < self.index.len() as u64 {
+                        // Keep "only the last segment can hold unsynced records" true.
+                        self.fsync_tail().map_err(Failure::Sync)?;
+                    }
+                    self.roll()?;
+                }
+                Some(_) => {}
+            }
+            let seg_idx = (self.segments.len() - 1) as u32;
+            let seg_len = self.segments[seg_idx as usize].len;
+            buf.clear();
+            let mut pos = seg_len;
+            let first = i;
+            while i < batch.len() && (pos < self.config.segment_bytes || pos == seg_len) {
+                encode_header(
+                    self.index.len() as u64 + (i - first) as u64,
+                    batch[i],
+                    &mut buf,
+                );
+                buf.extend_from_slice(batch[i]);
+                pos = seg_len + buf.len() as u64;
+                i += 1;
+            }
+            let injected = self.fault(IoOp::Write);
+            let seg = &mut self.segments[seg_idx as usize];
+            injected
+                .and_then(|_| seg.file.seek(SeekFrom::Start(seg.len)))
+                .and_then(|_| seg.file.write_all(&buf))
+                .map_err(|e| Failure::Undoable(io_err(&seg.path)(e)))?;
+            seg.len = pos;
+            // Index only what is written, so the index never names bytes that are not there.
+            let mut at = seg_len;
+            for p in &batch[first..i] {
+                offsets.push(self.index.len() as u64);
+                self.index.push((seg_idx, at));
+                at += (RECORD_HEADER_LEN + p.len()) as u64;
+            }
+        }
+        let due = match self.config.fsync {
+            FsyncPolicy::EveryBatch => true,
+            FsyncPolicy::Interval(every) => self.last_sync.elapsed() >= every,
+            FsyncPolicy::Manual => false,
+        };
+        if due {
+            self.fsync_tail().map_err(Failure::Sync)?;
+        }
+        Ok(offsets)
+    }
+
+    /// Undoes a partly written batch: cuts the segment it started in back to `seg_len`, removes
+    /// segments it created, forgets its records, and makes all of that durable (a record the
+    /// batch had fsynced before the failure must not come back after a crash). If the undo
+    /// itself fails, the handle is poisoned.
+    fn undo(&mut self, index_len: usize, segments: usize, seg_len: Option<u64>) {
+        let mut undo = || -> std::io::Result<()> {
+            let removed = self.segments.len() > segments;
+            for seg in self.segments.drain(segments..) {
+                fs::remove_file(&seg.path)?;
+            }
+            if let (Some(seg), Some(len)) = (self.segments.last_mut(), seg_len)
+                && seg.len != len
+            {
+                seg.file.set_len(len)?;
+                seg.file.sync_all()?;
+                seg.len = len;
+            }
+            if removed {
+                File::open(&self.dir)?.sync_all()?;
+            }
+            Ok(())
+        };
+        if undo().is_err() {
+            self.poisoned = true;
+        }
+        self.index.truncate(index_len);
+        self.durable_end = self.durable_end.min(index_len as u64);
+    }
 }
 
 impl Log for FileLog {
-    fn append(&mut self, batch: &[&[u8]]) -> Result<Vec<u64>, LogError> {
+    fn append_expected(
+        &mut self,
+        batch: &[&[u8]],
+        expected_end: u64,
+    ) -> Result<Vec<u64>, LogError> {
+        if self.poisoned {
+            return Err(LogError::Poisoned);
+        }
+        let end = self.end();
+        if expected_end != end {
+            return Err(LogError::Conflict {
+                expected: expected_end,
+                actual: end,
+            });
+        }
         if let Some(p) = batch
             .iter()
             .find(|p| p.len() > self.config.max_record_bytes)
@@ -360,61 +634,36 @@ impl Log for FileLog {
                 max: self.config.max_record_bytes,
             });
         }
-        let mut offsets = Vec::with_capacity(batch.len());
-        let mut buf = Vec::new();
-        let mut i = 0;
-        while i < batch.len() {
-            let rolling = self
-                .segments
-                .last()
-                .is_some_and(|s| s.len >= self.config.segment_bytes);
-            if rolling && self.durable_end < self.index.len() as u64 {
-                // Keep "only the last segment can hold unsynced records" true.
-                self.fsync_tail()?;
+        let mark = (
+            self.index.len(),
+            self.segments.len(),
+            self.segments.last().map(|s| s.len),
+        );
+        match self.write_batch(batch) {
+            Ok(offsets) => Ok(offsets),
+            Err(Failure::Undoable(e)) => {
+                self.undo(mark.0, mark.1, mark.2);
+                Err(e)
             }
-            self.roll_if_needed()?;
-            let seg_idx = (self.segments.len() - 1) as u32;
-            let seg_len = self.segments[seg_idx as usize].len;
-            buf.clear();
-            let mut pos = seg_len;
-            while i < batch.len() && (pos < self.config.segment_bytes || pos == seg_len) {
-                let offset = self.index.len() as u64;
-                encode_header(offset, batch[i], &mut buf);
-                buf.extend_from_slice(batch[i]);
-                self.index.push((seg_idx, pos));
-                offsets.push(offset);
-                pos = seg_len + buf.len() as u64;
-                i += 1;
+            Err(Failure::Sync(e)) => {
+                // After a failed fsync the kernel may have dropped the dirty pages or kept
+                // them; nothing this handle believes about the tail is reliable any more.
+                self.poisoned = true;
+                Err(e)
             }
-            let seg = &mut self.segments[seg_idx as usize];
-            let write = seg
-                .file
-                .seek(SeekFrom::Start(seg.len))
-                .and_then(|_| seg.file.write_all(&buf));
-            if let Err(source) = write {
-                // Forget the records we could not write so offsets stay dense on retry.
-                self.index.truncate(offsets[0] as usize);
-                return Err(LogError::Io {
-                    path: seg.path.clone(),
-                    source,
-                });
-            }
-            seg.len = pos;
         }
-        match self.config.fsync {
-            FsyncPolicy::EveryBatch => self.fsync_tail()?,
-            FsyncPolicy::Interval(every) if self.last_sync.elapsed() >= every => {
-                self.fsync_tail()?
-            }
-            FsyncPolicy::Interval(_) | FsyncPolicy::Manual => {}
-        }
-        Ok(offsets)
     }
 
-    fn read_from(&self, offset: u64, max: usize) -> Result<Vec<Record>, LogError> {
+    fn read_durable(&self, offset: u64, max: usize) -> Result<Vec<Record>, LogError> {
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        let durable = usize::try_from(self.durable_end).unwrap_or(usize::MAX);
         let mut out = Vec::new();
-        for (i, &(seg_idx, pos)) in self.index.iter().enumerate().skip(start).take(max) {
+        for (i, &(seg_idx, pos)) in self.index[..durable.min(self.index.len())]
+            .iter()
+            .enumerate()
+            .skip(start)
+            .take(max)
+        {
             let seg = &self.segments[seg_idx as usize];
             let mut header = [0u8; RECORD_HEADER_LEN];
             seg.file
@@ -450,8 +699,14 @@ impl Log for FileLog {
     }
 
     fn sync(&mut self) -> Result<(), LogError> {
-        if self.durable_end < self.index.len() as u64 {
-            self.fsync_tail()?;
+        if self.poisoned {
+            return Err(LogError::Poisoned);
+        }
+        if self.durable_end < self.index.len() as u64
+            && let Err(e) = self.fsync_tail()
+        {
+            self.poisoned = true;
+            return Err(e);
         }
         Ok(())
     }
@@ -506,7 +761,7 @@ mod tests {
         let mut log = MemLog::new();
         assert_eq!(log.append(&[b"a", b"b"]).unwrap(), vec![0, 1]);
         assert_eq!(log.append(&[b"c"]).unwrap(), vec![2]);
-        let got: Vec<_> = log.read_from(1, 10).unwrap();
+        let got: Vec<_> = log.read_durable(1, 10).unwrap();
         assert_eq!(got.len(), 2);
         assert_eq!(got[0].payload, b"b");
         assert_eq!(got[1].offset, 2);

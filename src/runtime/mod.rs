@@ -13,7 +13,9 @@
 //! | replicated state machine | [`smr`] + [`dedup`] | identical outputs with log-derived ids, deduplicated downstream |
 //!
 //! Every core is a deterministic state machine: no clock (time is passed in as `now`), no IO
-//! except through the [`log::Log`] trait, no hash-order iteration. That makes schedules
+//! except through the [`log::Log`] trait, no hash-order iteration. Cores read durable records
+//! only and append conditionally, so the trait can be served by another engine (see
+//! `docs/runtime.md`, "The `Log` seam"). That makes schedules
 //! replayable in tests and the cores model-checkable. With the cargo feature `tokio`, `service`
 //! wraps each core in a task that owns it; the clock is read there and nowhere else.
 
@@ -26,18 +28,20 @@ pub mod service;
 pub mod session;
 pub mod smr;
 
-pub use barrier::{BarrierError, Release, SealBarrier};
+pub use barrier::{BarrierError, DurableBarrier, DurableBarrierError, Release, SealBarrier};
 pub use dedup::{Dedup, UpstreamId};
-pub use log::{FileLog, FileLogConfig, FsyncPolicy, Log, LogError, MemLog, Record};
-pub use sequencer::{Envelope, ProducerId, Sequenced, Sequencer, SequencerError, Submitted};
+pub use log::{FileLog, FileLogConfig, FsyncPolicy, Log, LogError, MemLog, Record, RecoveryReport};
+pub use sequencer::{
+    Envelope, Prepared, ProducerId, Sequenced, Sequencer, SequencerError, SequencerState, Submitted,
+};
 #[cfg(feature = "tokio")]
 pub use service::{
-    BarrierHandle, BarrierService, SequencerHandle, SequencerService, ServiceError, SessionConfig,
-    SessionHandle, SessionService,
+    AsyncLog, BarrierConfig, BarrierHandle, BarrierService, Blocking, SequencerHandle,
+    SequencerService, ServiceError, SessionConfig, SessionHandle, SessionService, Stalled,
 };
 pub use session::{
-    Lease, PartitionId, Session, SessionBroker, SessionError, SessionEvent, SessionMessage,
-    WorkerId, partition_for,
+    BrokerConfig, Lease, PartitionId, Published, Session, SessionBroker, SessionError,
+    SessionEvent, SessionMessage, WorkerId, partition_for,
 };
 pub use smr::{Output, OutputId, Replica, SmrError, Snapshot, StateMachine};
 

@@ -17,12 +17,29 @@
 //!   of its successor;
 //! - messages of a partition are delivered in log order, and a commit can only cover messages
 //!   that were delivered under the same lease;
-//! - a lost lease is reported as a [`SessionEvent::LeaseLost`] from [`SessionBroker::tick`].
+//! - a lost lease is reported as a [`SessionEvent::LeaseLost`] from [`SessionBroker::tick`];
+//! - a lease is only as good as its `token`, which the broker derives from a secret and records
+//!   with the grant: a worker cannot make a valid lease out of an epoch it learnt from an error
+//!   (a restarted worker that reuses its id does not revive its predecessor's lease either);
+//! - leases survive a broker restart: [`SessionBroker::open`] restores each partition's last
+//!   unreleased grant with a full TTL from the reopening, so its holder carries on (or, if it
+//!   died, the session is free one TTL later) and nobody else is granted the session meanwhile;
+//! - publishing is idempotent per `(producer, partition)`: sequence numbers are 1, 2, 3, ... per
+//!   producer and partition, a retry at or below the high-water mark is answered
+//!   [`Published::Duplicate`], a gap is refused; the marks are rebuilt from the partition logs;
+//! - a publish returns once its record is durable, and poll delivers durable records only, so a
+//!   committed offset never covers a record a crash can erase; [`SessionBroker::open`] refuses a
+//!   control log whose committed offset lies past a partition log's end
+//!   ([`SessionError::CommitPastEnd`]) instead of resuming from a position that no longer exists.
 //!
 //! The broker is a deterministic state machine: time is a parameter (`now`, milliseconds on any
 //! monotone clock the caller chooses), and IO happens only through the [`Log`] trait.
 
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+
 use super::log::{Log, LogError};
+use super::sequencer::ProducerId;
 
 /// Identifies a worker.
 pub type WorkerId = u64;
@@ -50,6 +67,26 @@ pub struct Lease {
     pub epoch: u64,
     /// First instant at which the lease is no longer valid.
     pub expires_at: u64,
+    /// Proof of the grant: derived from the broker's secret, unknown to anyone it was not
+    /// granted to.
+    pub token: u64,
+}
+
+/// Outcome of [`SessionBroker::publish`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Published {
+    /// Appended (and durable) at this offset of the key's partition.
+    Appended {
+        /// The key's partition.
+        partition: PartitionId,
+        /// Offset in that partition's log.
+        offset: u64,
+    },
+    /// A retry of a message already in the partition; nothing was appended.
+    Duplicate {
+        /// The key's partition.
+        partition: PartitionId,
+    },
 }
 
 /// A session as handed to a worker on accept: where to resume.
@@ -74,6 +111,10 @@ pub struct SessionMessage {
     pub key: Vec<u8>,
     /// Application bytes.
     pub payload: Vec<u8>,
+    /// Producer that published it.
+    pub producer: ProducerId,
+    /// The producer's sequence number for this partition.
+    pub seq: u64,
 }
 
 /// Something a worker must learn about without asking.
@@ -138,6 +179,43 @@ pub enum SessionError {
         /// One past the last delivered offset.
         delivered: u64,
     },
+    /// The lease names the current epoch but is not the one the broker granted.
+    #[error("lease epoch {epoch} on partition {partition} was not granted to worker {worker}")]
+    NotGranted {
+        /// Partition.
+        partition: PartitionId,
+        /// Epoch presented.
+        epoch: u64,
+        /// Worker presented.
+        worker: WorkerId,
+    },
+    /// A producer skipped sequence numbers for a partition.
+    #[error(
+        "producer {producer} sent sequence number {got} for partition {partition} but {expected} is the next one"
+    )]
+    PublishGap {
+        /// Partition of the key.
+        partition: PartitionId,
+        /// Producer at fault.
+        producer: ProducerId,
+        /// Next sequence number expected.
+        expected: u64,
+        /// Sequence number received.
+        got: u64,
+    },
+    /// The control log commits an offset the partition log does not (durably) reach: the log
+    /// lost records the committed state already reflects.
+    #[error(
+        "partition {partition} has a committed offset of {committed} but its log ends at {end}"
+    )]
+    CommitPastEnd {
+        /// Partition.
+        partition: PartitionId,
+        /// Committed offset.
+        committed: u64,
+        /// Durable end of the partition log.
+        end: u64,
+    },
     /// A log record is not in the format this module writes.
     #[error("record at offset {offset} of the {which} log is malformed")]
     Malformed {
@@ -151,6 +229,12 @@ pub enum SessionError {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct PartitionState<L> {
     log: L,
+    /// Offset up to which the log is folded into `producers`.
+    end: u64,
+    /// An append failed ambiguously: fold the log again before the next one.
+    unsure: bool,
+    /// Per producer, the highest sequence number in this partition's log.
+    producers: BTreeMap<ProducerId, u64>,
     epoch: u64,
     holder: Option<Lease>,
     committed_offset: u64,
@@ -163,6 +247,7 @@ struct PartitionState<L> {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SessionBroker<L> {
     ttl: u64,
+    secret: u64,
     partitions: Vec<PartitionState<L>>,
     control: L,
     events: Vec<SessionEvent>,
@@ -170,30 +255,86 @@ pub struct SessionBroker<L> {
 
 const TAG_GRANT: u8 = 1;
 const TAG_COMMIT: u8 = 2;
+const TAG_RELEASE: u8 = 3;
 
-fn encode_key_payload(key: &[u8], payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 + key.len() + payload.len());
+/// Partition record: `producer: u64 | seq: u64 | key length: u32 | key | payload`.
+fn encode_message(producer: ProducerId, seq: u64, key: &[u8], payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(20 + key.len() + payload.len());
+    out.extend_from_slice(&producer.to_le_bytes());
+    out.extend_from_slice(&seq.to_le_bytes());
     out.extend_from_slice(&(key.len() as u32).to_le_bytes());
     out.extend_from_slice(key);
     out.extend_from_slice(payload);
     out
 }
 
-fn decode_key_payload(bytes: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
-    let len = u32::from_le_bytes(bytes.get(0..4)?.try_into().ok()?) as usize;
-    let key = bytes.get(4..4usize.checked_add(len)?)?.to_vec();
-    Some((key, bytes[4 + len..].to_vec()))
+fn decode_message(bytes: &[u8]) -> Option<(ProducerId, u64, Vec<u8>, Vec<u8>)> {
+    let producer = u64::from_le_bytes(bytes.get(0..8)?.try_into().ok()?);
+    let seq = u64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?);
+    let len = u32::from_le_bytes(bytes.get(16..20)?.try_into().ok()?) as usize;
+    let key = bytes.get(20..20usize.checked_add(len)?)?.to_vec();
+    Some((producer, seq, key, bytes[20 + len..].to_vec()))
+}
+
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// Configuration of a [`SessionBroker`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BrokerConfig {
+    /// Lease time-to-live, in the caller's time unit.
+    pub lease_ttl: u64,
+    /// The caller's clock at opening: restored leases expire one TTL after it.
+    pub now: u64,
+    /// Key of lease tokens. Anything a worker cannot guess (the service draws it at random);
+    /// tokens are recorded with their grants, so it need not stay the same across restarts.
+    pub secret: u64,
+}
+
+impl<L: Log> PartitionState<L> {
+    /// Folds the log's records from `end` into the producers' marks (syncing first, so that an
+    /// unsynced record an ambiguous append left behind is seen and made durable).
+    fn catch_up(&mut self) -> Result<(), SessionError> {
+        if self.log.durable_end() < self.log.end() {
+            self.log.sync()?;
+        }
+        loop {
+            let batch = self.log.read_durable(self.end, 1024)?;
+            let Some(last) = batch.last() else { break };
+            let next = last.offset + 1;
+            for r in &batch {
+                let (producer, seq, _, _) =
+                    decode_message(&r.payload).ok_or(SessionError::Malformed {
+                        which: "partition",
+                        offset: r.offset,
+                    })?;
+                let hw = self.producers.entry(producer).or_insert(0);
+                *hw = (*hw).max(seq);
+            }
+            self.end = next;
+        }
+        self.unsure = false;
+        Ok(())
+    }
 }
 
 impl<L: Log> SessionBroker<L> {
     /// Opens a broker over `partition_logs` (one per partition, in partition order) and a control
-    /// log, restoring committed offsets, states and epochs from the control log. Leases do not
-    /// survive a restart: every session starts free, and the next grant gets a larger epoch.
-    pub fn open(partition_logs: Vec<L>, control: L, lease_ttl: u64) -> Result<Self, SessionError> {
+    /// log, restoring committed offsets, states, epochs, unreleased leases (each with a full TTL
+    /// from `config.now`) and the producers' publish marks.
+    pub fn open(
+        partition_logs: Vec<L>,
+        control: L,
+        config: BrokerConfig,
+    ) -> Result<Self, SessionError> {
         let mut partitions: Vec<PartitionState<L>> = partition_logs
             .into_iter()
             .map(|log| PartitionState {
                 log,
+                end: 0,
+                unsure: true,
+                producers: BTreeMap::new(),
                 epoch: 0,
                 holder: None,
                 committed_offset: 0,
@@ -201,9 +342,13 @@ impl<L: Log> SessionBroker<L> {
                 cursor: 0,
             })
             .collect();
+        let mut control = control;
+        if control.durable_end() < control.end() {
+            control.sync()?;
+        }
         let mut offset = 0;
         loop {
-            let batch = control.read_from(offset, 1024)?;
+            let batch = control.read_durable(offset, 1024)?;
             let Some(last) = batch.last() else { break };
             offset = last.offset + 1;
             for rec in &batch {
@@ -212,26 +357,49 @@ impl<L: Log> SessionBroker<L> {
                     offset: rec.offset,
                 };
                 let b = &rec.payload;
-                if b.len() < 13 {
-                    return Err(bad());
-                }
-                let partition = u32::from_le_bytes(b[1..5].try_into().map_err(|_| bad())?);
-                let epoch = u64::from_le_bytes(b[5..13].try_into().map_err(|_| bad())?);
+                let partition =
+                    u32::from_le_bytes(b.get(1..5).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
+                let epoch = u64_at(b, 5).ok_or_else(bad)?;
                 let p = partitions.get_mut(partition as usize).ok_or_else(bad)?;
                 p.epoch = p.epoch.max(epoch);
                 match b[0] {
-                    TAG_GRANT => {}
-                    TAG_COMMIT if b.len() >= 21 => {
-                        p.committed_offset =
-                            u64::from_le_bytes(b[13..21].try_into().map_err(|_| bad())?);
+                    TAG_GRANT => {
+                        let (worker, token) = u64_at(b, 13).zip(u64_at(b, 21)).ok_or_else(bad)?;
+                        p.holder = Some(Lease {
+                            partition,
+                            worker,
+                            epoch,
+                            expires_at: config.now.saturating_add(config.lease_ttl),
+                            token,
+                        });
+                    }
+                    TAG_RELEASE => {
+                        if p.holder.is_some_and(|h| h.epoch == epoch) {
+                            p.holder = None;
+                        }
+                    }
+                    TAG_COMMIT => {
+                        p.committed_offset = u64_at(b, 13).ok_or_else(bad)?;
                         p.state = b[21..].to_vec();
                     }
                     _ => return Err(bad()),
                 }
             }
         }
+        for (i, p) in partitions.iter_mut().enumerate() {
+            p.catch_up()?;
+            if p.committed_offset > p.end {
+                return Err(SessionError::CommitPastEnd {
+                    partition: i as PartitionId,
+                    committed: p.committed_offset,
+                    end: p.end,
+                });
+            }
+            p.cursor = p.committed_offset;
+        }
         Ok(SessionBroker {
-            ttl: lease_ttl,
+            ttl: config.lease_ttl,
+            secret: config.secret,
             partitions,
             control,
             events: Vec::new(),
@@ -243,16 +411,55 @@ impl<L: Log> SessionBroker<L> {
         self.partitions.len() as u32
     }
 
-    /// Appends a message to its key's partition; returns the partition and offset.
+    /// Appends message `seq` of `producer` to its key's partition and returns once it is
+    /// durable. Sequence numbers count a producer's messages *per partition* (1, 2, 3, ...; the
+    /// partition is [`partition_for`] the key); a retry at or below the mark is a
+    /// [`Published::Duplicate`], a gap is [`SessionError::PublishGap`]. After an ambiguous
+    /// failure, resend the same message: the broker reads back what landed first.
     pub fn publish(
         &mut self,
+        producer: ProducerId,
+        seq: u64,
         key: &[u8],
         payload: &[u8],
-    ) -> Result<(PartitionId, u64), SessionError> {
+    ) -> Result<Published, SessionError> {
         let partition = partition_for(key, self.partitions());
-        let rec = encode_key_payload(key, payload);
-        let off = self.partitions[partition as usize].log.append(&[&rec])?;
-        Ok((partition, off[0]))
+        let p = &mut self.partitions[partition as usize];
+        if p.unsure {
+            p.catch_up()?;
+        }
+        let hw = p.producers.get(&producer).copied().unwrap_or(0);
+        if seq <= hw {
+            return Ok(Published::Duplicate { partition });
+        }
+        if seq != hw + 1 {
+            return Err(SessionError::PublishGap {
+                partition,
+                producer,
+                expected: hw + 1,
+                got: seq,
+            });
+        }
+        let rec = encode_message(producer, seq, key, payload);
+        let appended = p
+            .log
+            .append_expected(&[&rec], p.end)
+            .and_then(|off| p.log.sync().map(|()| off));
+        match appended {
+            Ok(off) => {
+                p.end = off[0] + 1;
+                p.producers.insert(producer, seq);
+                Ok(Published::Appended {
+                    partition,
+                    offset: off[0],
+                })
+            }
+            Err(e) => {
+                // A conflict or an ambiguous failure: read back before the next publish.
+                p.unsure = true;
+                Err(e.into())
+            }
+        }
     }
 
     /// Ends every lease whose TTL has passed at `now`, queuing a [`SessionEvent::LeaseLost`].
@@ -317,9 +524,12 @@ impl<L: Log> SessionBroker<L> {
         now: u64,
     ) -> Result<Session, SessionError> {
         let epoch = self.partitions[partition as usize].epoch + 1;
+        let token = self.token(partition, epoch, worker);
         let mut rec = vec![TAG_GRANT];
         rec.extend_from_slice(&partition.to_le_bytes());
         rec.extend_from_slice(&epoch.to_le_bytes());
+        rec.extend_from_slice(&worker.to_le_bytes());
+        rec.extend_from_slice(&token.to_le_bytes());
         // Durable before use: a restarted broker must never hand out this epoch again.
         self.control.append(&[&rec])?;
         self.control.sync()?;
@@ -329,6 +539,7 @@ impl<L: Log> SessionBroker<L> {
             worker,
             epoch,
             expires_at: now.saturating_add(self.ttl),
+            token,
         };
         p.epoch = epoch;
         p.holder = Some(lease);
@@ -338,6 +549,13 @@ impl<L: Log> SessionBroker<L> {
             committed_offset: p.committed_offset,
             state: p.state.clone(),
         })
+    }
+
+    /// The token of a grant: a keyed hash, so it cannot be derived from what errors reveal.
+    fn token(&self, partition: PartitionId, epoch: u64, worker: WorkerId) -> u64 {
+        let mut h = std::hash::DefaultHasher::new();
+        (self.secret, partition, epoch, worker).hash(&mut h);
+        h.finish()
     }
 
     /// Checks that `lease` is the valid lease of its partition at `now`.
@@ -353,7 +571,12 @@ impl<L: Log> SessionBroker<L> {
             });
         }
         match p.holder {
-            Some(h) if h.worker == lease.worker => Ok(()),
+            Some(h) if h.worker == lease.worker && h.token == lease.token => Ok(()),
+            Some(h) if h.epoch == lease.epoch => Err(SessionError::NotGranted {
+                partition: lease.partition,
+                epoch: lease.epoch,
+                worker: lease.worker,
+            }),
             _ => Err(SessionError::LeaseExpired {
                 partition: lease.partition,
                 epoch: lease.epoch,
@@ -382,19 +605,22 @@ impl<L: Log> SessionBroker<L> {
     ) -> Result<Vec<SessionMessage>, SessionError> {
         self.check(lease, now)?;
         let p = &mut self.partitions[lease.partition as usize];
-        let records = p.log.read_from(p.cursor, max)?;
+        let records = p.log.read_durable(p.cursor, max)?;
         let mut out = Vec::with_capacity(records.len());
         for r in records {
-            let (key, payload) = decode_key_payload(&r.payload).ok_or(SessionError::Malformed {
-                which: "partition",
-                offset: r.offset,
-            })?;
+            let (producer, seq, key, payload) =
+                decode_message(&r.payload).ok_or(SessionError::Malformed {
+                    which: "partition",
+                    offset: r.offset,
+                })?;
             p.cursor = r.offset + 1;
             out.push(SessionMessage {
                 partition: lease.partition,
                 offset: r.offset,
                 key,
                 payload,
+                producer,
+                seq,
             });
         }
         Ok(out)
@@ -434,9 +660,15 @@ impl<L: Log> SessionBroker<L> {
         Ok(())
     }
 
-    /// Gives a session back before its TTL; uncommitted deliveries will be redelivered.
+    /// Gives a session back before its TTL; uncommitted deliveries will be redelivered. The
+    /// release is recorded (without waiting for durability: if a crash loses it, the restarted
+    /// broker holds the session for one more TTL, which is safe).
     pub fn release(&mut self, lease: &Lease, now: u64) -> Result<(), SessionError> {
         self.check(lease, now)?;
+        let mut rec = vec![TAG_RELEASE];
+        rec.extend_from_slice(&lease.partition.to_le_bytes());
+        rec.extend_from_slice(&lease.epoch.to_le_bytes());
+        self.control.append(&[&rec])?;
         self.partitions[lease.partition as usize].holder = None;
         Ok(())
     }
@@ -479,8 +711,13 @@ mod tests {
 
     #[test]
     fn stale_owner_commit_is_fenced() {
-        let mut b = SessionBroker::open(vec![MemLog::new()], MemLog::new(), 10).unwrap();
-        b.publish(b"k", b"m").unwrap();
+        let config = BrokerConfig {
+            lease_ttl: 10,
+            now: 0,
+            secret: 1,
+        };
+        let mut b = SessionBroker::open(vec![MemLog::new()], MemLog::new(), config).unwrap();
+        b.publish(1, 1, b"k", b"m").unwrap();
         let s1 = b.accept(1, 0).unwrap().unwrap();
         assert_eq!(b.poll(&s1.lease, 1, 10).unwrap().len(), 1);
         let s2 = b.accept(2, 20).unwrap().unwrap();

@@ -10,6 +10,12 @@
 //! Invariants:
 //! - a replica applies offset `n` only after every offset below `n`, exactly once per
 //!   incarnation (out-of-order or repeated inputs are refused, not applied);
+//! - [`Replica::step`] applies durable records only: a record a crash of the log can still erase
+//!   (and the log then reuse its offset for another record) is never applied, so replicas and a
+//!   downstream dedup never act on an input that later turns out to be a different one;
+//! - [`Replica::recover`] checks the snapshot against the log: the snapshot's position must be
+//!   durable in the log, and the input before it must be the one the snapshot saw (its CRC32C),
+//!   so a snapshot of another log, or of records a crash erased, is refused rather than resumed;
 //! - recovery from a [`Snapshot`] (state + next offset to apply) followed by replay of the log
 //!   reaches the same state and emits the same outputs with the same ids as an uninterrupted run
 //!   (outputs already emitted before the crash are emitted again, which is what dedup is for).
@@ -17,7 +23,7 @@
 //! Output commit: a snapshot must only cover inputs whose outputs have already been delivered
 //! downstream; otherwise a crash after the snapshot loses outputs that replay will not re-emit.
 
-use super::log::{Log, LogError};
+use super::log::{Log, LogError, crc32c};
 
 /// A deterministic state machine: same inputs in the same order give the same outputs.
 pub trait StateMachine {
@@ -56,6 +62,9 @@ pub struct Snapshot {
     pub state: Vec<u8>,
     /// First offset not reflected in `state`.
     pub next_offset: u64,
+    /// CRC32C of the payload of the input at `next_offset - 1` (none at offset 0): what
+    /// recovery compares with the log.
+    pub last_input_crc: Option<u32>,
 }
 
 /// Errors of a replica.
@@ -72,6 +81,18 @@ pub enum SmrError {
         /// Offset offered.
         got: u64,
     },
+    /// The snapshot does not belong to this log as it is now.
+    #[error(
+        "snapshot at offset {next_offset} does not match the log (durable end {durable_end}): {reason}"
+    )]
+    SnapshotMismatch {
+        /// The snapshot's position.
+        next_offset: u64,
+        /// The log's durable end.
+        durable_end: u64,
+        /// What differs.
+        reason: &'static str,
+    },
     /// Snapshot bytes could not be restored.
     #[error("snapshot cannot be restored: {reason}")]
     BadSnapshot {
@@ -85,6 +106,7 @@ pub enum SmrError {
 pub struct Replica<M> {
     machine: M,
     next_offset: u64,
+    last_input_crc: Option<u32>,
 }
 
 impl<M: StateMachine> Replica<M> {
@@ -93,14 +115,39 @@ impl<M: StateMachine> Replica<M> {
         Replica {
             machine,
             next_offset: 0,
+            last_input_crc: None,
         }
     }
 
-    /// A replica restored from a snapshot; it continues at the snapshot's offset.
-    pub fn recover(snapshot: &Snapshot) -> Result<Self, SmrError> {
+    /// A replica restored from a snapshot, after checking it against `log`; it continues at
+    /// the snapshot's offset.
+    pub fn recover(snapshot: &Snapshot, log: &impl Log) -> Result<Self, SmrError> {
+        let mismatch = |reason| SmrError::SnapshotMismatch {
+            next_offset: snapshot.next_offset,
+            durable_end: log.durable_end(),
+            reason,
+        };
+        if snapshot.next_offset > log.durable_end() {
+            return Err(mismatch(
+                "the snapshot covers inputs the log does not hold durably",
+            ));
+        }
+        let found = match snapshot.next_offset.checked_sub(1) {
+            None => None,
+            Some(last) => log
+                .read_durable(last, 1)?
+                .first()
+                .map(|r| crc32c(&r.payload)),
+        };
+        if found != snapshot.last_input_crc {
+            return Err(mismatch(
+                "the last input it covers differs from the log's record",
+            ));
+        }
         Ok(Replica {
             machine: M::restore(&snapshot.state)?,
             next_offset: snapshot.next_offset,
+            last_input_crc: snapshot.last_input_crc,
         })
     }
 
@@ -113,6 +160,7 @@ impl<M: StateMachine> Replica<M> {
             });
         }
         self.next_offset += 1;
+        self.last_input_crc = Some(crc32c(input));
         Ok(self
             .machine
             .apply(input)
@@ -128,10 +176,10 @@ impl<M: StateMachine> Replica<M> {
             .collect())
     }
 
-    /// Reads and applies up to `max` further records of `log`.
+    /// Reads and applies up to `max` further durable records of `log`.
     pub fn step(&mut self, log: &impl Log, max: usize) -> Result<Vec<Output>, SmrError> {
         let mut out = Vec::new();
-        for rec in log.read_from(self.next_offset, max)? {
+        for rec in log.read_durable(self.next_offset, max)? {
             out.extend(self.apply(rec.offset, &rec.payload)?);
         }
         Ok(out)
@@ -142,6 +190,7 @@ impl<M: StateMachine> Replica<M> {
         Snapshot {
             state: self.machine.snapshot(),
             next_offset: self.next_offset,
+            last_input_crc: self.last_input_crc,
         }
     }
 
