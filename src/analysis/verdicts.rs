@@ -132,9 +132,9 @@ impl PointsByComponent {
 }
 
 /// The point of order that causes a failing sink's label, as an index into `points`: on the
-/// first-declared component of the sink's chain (`chain`, from [`sink_chain`]) that has a point
-/// of order (the one the C004 help names), the point on the path the chain leaves that
-/// component by (or its first point).
+/// first-declared component of the sink's chain (`chain`, from
+/// [`sink_chain`](super::sink_chain)) that has a point of order (the one the C004 help names),
+/// the point on the path the chain leaves that component by (or its first point).
 /// Only streams already carrying a bad label count: the point that spoilt the label is the
 /// cause, not an earlier one the chain merely passes through. A lookup per chain step, not a
 /// scan of all points: big specs have thousands of both.
