@@ -238,12 +238,30 @@ impl Annotation {
         Self::ALL.into_iter().find(|a| a.as_str() == s)
     }
 
+    // The three predicates below match exhaustively, so that a new annotation is a compile
+    // error here, where its meaning is decided, rather than a silent `false`.
+
     pub fn is_confluent(self) -> bool {
-        matches!(self, Annotation::CR | Annotation::CW)
+        match self {
+            Annotation::CR | Annotation::CW => true,
+            Annotation::OR | Annotation::OW => false,
+        }
     }
 
     pub fn writes(self) -> bool {
-        matches!(self, Annotation::CW | Annotation::OW)
+        match self {
+            Annotation::CW | Annotation::OW => true,
+            Annotation::CR | Annotation::OR => false,
+        }
+    }
+
+    /// An order-sensitive read of the state the component's writing paths build (`OR`): it is
+    /// protected only when those writes are sealed or ordered for its gate.
+    pub fn reads_written_state(self) -> bool {
+        match self {
+            Annotation::OR => true,
+            Annotation::CR | Annotation::CW | Annotation::OW => false,
+        }
     }
 }
 

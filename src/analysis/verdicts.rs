@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use crate::graph::{CompId, Dataflow, IfaceId, Producer, SinkId, StreamId};
-use crate::label::{Annotation, FailOn, Gate, KeySet, Label};
+use crate::label::{FailOn, Gate, KeySet, Label};
 
 use super::provenance::{Origins, chain};
 use super::rules::{contribute, point_kind, unprotecting_input};
@@ -82,7 +82,7 @@ pub(super) fn points_and_barriers(
             {
                 barrier_keys.insert((cid, p.input, key));
             }
-            if p.annotation == Annotation::OR
+            if p.annotation.reads_written_state()
                 && !k.ndread
                 && !c.ordered_for(p.gate.unwrap_or(Gate::Star), &df.keys)
             {

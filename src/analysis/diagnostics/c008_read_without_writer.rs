@@ -2,7 +2,6 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::graph::Dataflow;
-use crate::label::Annotation;
 
 crate::codes::code! {
     /// An `OR(gate)` path is order-sensitive because it reads state written by other paths of the
@@ -17,7 +16,7 @@ crate::codes::code! {
 pub(super) fn check(df: &Dataflow, out: &mut Vec<Diagnostic>) {
     for c in &df.components {
         let writes = c.paths.iter().any(|p| p.annotation.writes());
-        if let Some(p) = c.paths.iter().find(|p| p.annotation == Annotation::OR)
+        if let Some(p) = c.paths.iter().find(|p| p.annotation.reads_written_state())
             && !writes
         {
             out.push(
