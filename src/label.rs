@@ -238,12 +238,30 @@ impl Annotation {
         Self::ALL.into_iter().find(|a| a.as_str() == s)
     }
 
+    // The three predicates below match exhaustively, so that a new annotation is a compile
+    // error here, where its meaning is decided, rather than a silent `false`.
+
     pub fn is_confluent(self) -> bool {
-        matches!(self, Annotation::CR | Annotation::CW)
+        match self {
+            Annotation::CR | Annotation::CW => true,
+            Annotation::OR | Annotation::OW => false,
+        }
     }
 
     pub fn writes(self) -> bool {
-        matches!(self, Annotation::CW | Annotation::OW)
+        match self {
+            Annotation::CW | Annotation::OW => true,
+            Annotation::CR | Annotation::OR => false,
+        }
+    }
+
+    /// An order-sensitive read of the state the component's writing paths build (`OR`): it is
+    /// protected only when those writes are sealed or ordered for its gate.
+    pub fn reads_written_state(self) -> bool {
+        match self {
+            Annotation::OR => true,
+            Annotation::CR | Annotation::CW | Annotation::OW => false,
+        }
     }
 }
 
@@ -258,8 +276,28 @@ pub enum Label {
 }
 
 impl Label {
-    /// Position in the severity order; all seals share rank 0.
-    pub fn rank(self) -> u8 {
+    /// The label of an input that no stream feeds: an external source that declares no seal
+    /// (C005).
+    pub const UNFED_INPUT: Label = Label::of_source(None);
+
+    /// The label a source gives its streams: `Seal(K)` when it declares `seal: [K]`, `Async`
+    /// otherwise.
+    ///
+    /// ```
+    /// use blazes::label::{KeySet, Label};
+    /// assert_eq!(Label::of_source(None), Label::Async);
+    /// assert_eq!(Label::of_source(Some(KeySet::EMPTY)), Label::Seal(KeySet::EMPTY));
+    /// ```
+    pub const fn of_source(seal: Option<KeySet>) -> Label {
+        match seal {
+            Some(k) => Label::Seal(k),
+            None => Label::Async,
+        }
+    }
+
+    /// Position in the severity order; all seals share rank 0. Compare labels with
+    /// [`Label::is_at_least`] rather than with numbers.
+    pub const fn rank(self) -> u8 {
         match self {
             Label::Seal(_) => 0,
             Label::Async => 1,
@@ -280,9 +318,15 @@ impl Label {
         }
     }
 
+    /// At least as bad as `other`, ignoring keys (every seal ranks alike): `Run`, `Inst` and
+    /// `Diverge` are at least `Run`.
+    pub const fn is_at_least(self, other: Label) -> bool {
+        self.rank() >= other.rank()
+    }
+
     /// Contents are deterministic (Seal or Async): what sinks accept by default.
-    pub fn is_safe(self) -> bool {
-        self.rank() <= 1
+    pub const fn is_safe(self) -> bool {
+        !self.is_at_least(Label::Run)
     }
 
     /// `Seal(batch, word)`, `Async`, ...; the empty key is `Seal(∅)` (a bounded stream), as the
@@ -299,7 +343,7 @@ impl Label {
     pub fn join(self, other: Label, keys: &mut Keys) -> Label {
         match (self, other) {
             (Label::Seal(a), Label::Seal(b)) => Label::Seal(keys.union(a, b)),
-            (a, b) if a.rank() >= b.rank() => a,
+            (a, b) if a.is_at_least(b) => a,
             (_, b) => b,
         }
     }
@@ -308,7 +352,7 @@ impl Label {
     pub fn le(self, other: Label, keys: &Keys) -> bool {
         match (self, other) {
             (Label::Seal(a), Label::Seal(b)) => keys.is_subset(a, b),
-            (a, b) => a.rank() <= b.rank(),
+            (a, b) => b.is_at_least(a),
         }
     }
 }
@@ -349,17 +393,22 @@ impl Tolerance {
         }
     }
 
-    pub fn rank(self) -> u8 {
+    /// The worst label accepted.
+    pub const fn worst(self) -> Label {
         match self {
-            Tolerance::Async => 1,
-            Tolerance::Run => 2,
-            Tolerance::Inst => 3,
-            Tolerance::Diverge => 4,
+            Tolerance::Async => Label::Async,
+            Tolerance::Run => Label::Run,
+            Tolerance::Inst => Label::Inst,
+            Tolerance::Diverge => Label::Diverge,
         }
     }
 
-    pub fn accepts(self, l: Label) -> bool {
-        l.rank() <= self.rank()
+    pub const fn rank(self) -> u8 {
+        self.worst().rank()
+    }
+
+    pub const fn accepts(self, l: Label) -> bool {
+        self.worst().is_at_least(l)
     }
 }
 
@@ -375,12 +424,20 @@ pub enum FailOn {
 }
 
 impl FailOn {
-    pub fn fails(self, l: Label) -> bool {
+    /// The best label that fails a sink declaring no `tolerate:`; `None` for `never`.
+    pub const fn threshold(self) -> Option<Label> {
         match self {
-            FailOn::Run => l.rank() >= 2,
-            FailOn::Inst => l.rank() >= 3,
-            FailOn::Diverge => l.rank() >= 4,
-            FailOn::Never => false,
+            FailOn::Run => Some(Label::Run),
+            FailOn::Inst => Some(Label::Inst),
+            FailOn::Diverge => Some(Label::Diverge),
+            FailOn::Never => None,
+        }
+    }
+
+    pub const fn fails(self, l: Label) -> bool {
+        match self.threshold() {
+            Some(t) => l.is_at_least(t),
+            None => false,
         }
     }
 

@@ -316,7 +316,7 @@ impl Labeling {
         self.log
             .push(Undo::Seal(si as u32, self.df.sources[si].seal));
         self.df.sources[si].seal = key;
-        let produced = Some(key.map_or(Label::Async, Label::Seal));
+        let produced = Some(Label::of_source(key));
         for k in 0..self.df.sources[si].streams.len() {
             let s = self.df.sources[si].streams[k];
             self.set_stream(s.index(), produced);
@@ -384,7 +384,7 @@ impl Labeling {
         self.log
             .push(Undo::Iface(i.index() as u32, self.iface[i.index()]));
         self.iface[i.index()] = l;
-        if l.is_some_and(|l| l.rank() >= RUN) && self.dooms[i.index()] {
+        if l.is_some_and(|l| l.is_at_least(Label::Run)) && self.dooms[i.index()] {
             self.doomed = true;
         }
         true
@@ -394,7 +394,7 @@ impl Labeling {
     fn input_label(&mut self, i: IfaceId) -> Option<Label> {
         let f = &self.df.ifaces[i.index()];
         if f.streams.is_empty() {
-            return Some(Label::Async);
+            return Some(Label::UNFED_INPUT);
         }
         let mut l = None;
         for &s in &f.streams {
@@ -662,8 +662,6 @@ enum Stop {
     /// After re-deriving this many components.
     Budget(usize),
 }
-
-const RUN: u8 = 2;
 
 /// [`Labeling::dooms`]: interfaces from which a label of rank `Run` or more reaches a sink
 /// that fails on `Run` (and so on anything above it: failing is upward closed). A walk back

@@ -1,0 +1,145 @@
+//! The Blazes analysis: label propagation to a fixpoint, points of order, seal barriers, and
+//! sink verdicts, with provenance (the chain of streams that brought a label somewhere), and
+//! the diagnostics that report them.
+//!
+//! The parts, in the order `analyze` runs them:
+//! - `rules`: section 5 of the label algebra, one path at a time (`contribute`,
+//!   `reconcile`, read protection, a stream's label);
+//! - `fixpoint`: the worklist fixpoint of section 6 (`propagate`), and its naive reference;
+//! - `verdicts`: points of order, seal barriers, sink verdicts, and the point that causes a
+//!   failing sink's label;
+//! - `provenance`: the chains of streams that explain a label, and the producers a barrier
+//!   waits for;
+//! - `diagnostics`: one module per diagnostic code (`C001`...), whose doc comment is what
+//!   `blazes explain` prints for it, and which builds that code's findings.
+//!
+//! Must not know: YAML, files, output formats. It returns data and diagnostics.
+
+pub(crate) mod diagnostics;
+mod fixpoint;
+mod provenance;
+mod rules;
+mod verdicts;
+
+use crate::diagnostic::Diagnostic;
+use crate::graph::{CompId, Dataflow, IfaceId, SinkId, StreamId};
+use crate::label::{KeySet, Label};
+
+pub use crate::label::FailOn;
+pub use diagnostics::point_code;
+pub(crate) use fixpoint::eval_component;
+pub use fixpoint::{propagate, propagate_naive};
+pub use provenance::{chain, sink_chain};
+pub use rules::{
+    Contribution, contribute, read_protected, reconcile, stream_label, unprotecting_input,
+};
+pub use verdicts::{PointsByComponent, component_points, sink_cause};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PointKind {
+    /// An order-sensitive (or Inst-receiving) write corrupts state.
+    Taint,
+    /// An order-sensitive read observes nondeterministic state.
+    NdRead,
+}
+
+impl PointKind {
+    /// The analysis's own name of the kind, for tests and debugging. Reports never show it:
+    /// they name a point by its diagnostic code ([`point_code`]).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PointKind::Taint => "taint",
+            PointKind::NdRead => "ndread",
+        }
+    }
+}
+
+/// A path where coordination must be inserted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PointOfOrder {
+    pub component: CompId,
+    /// Index into the component's paths.
+    pub path: usize,
+    pub kind: PointKind,
+    /// The joined label of the input that causes the point of order: the path's own input for
+    /// a write, the first unsealed writing input for a read.
+    pub input_label: Label,
+    pub cause_input: IfaceId,
+    /// Streams that brought `input_label` to the path, upstream first.
+    pub chain: Vec<StreamId>,
+}
+
+/// A place where the runtime must buffer partitions until they are sealed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SealBarrier {
+    pub component: CompId,
+    pub input: IfaceId,
+    pub key: KeySet,
+    /// Sources and components whose seals the barrier waits for, sorted.
+    pub producers: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SinkVerdict {
+    pub sink: SinkId,
+    pub label: Option<Label>,
+    pub failing: bool,
+}
+
+/// The labels at the fixpoint, with the provenance needed to explain them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Labels {
+    pub iface: Vec<Option<Label>>,
+    pub stream: Vec<Option<Label>>,
+    pub sink: Vec<Option<Label>>,
+    /// For an input: the stream whose arrival last raised its label.
+    pub witness: Vec<Option<StreamId>>,
+    /// For an output: the path (index in its component) whose contribution set its label.
+    pub cause: Vec<Option<u32>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Analysis {
+    pub labels: Labels,
+    pub points: Vec<PointOfOrder>,
+    pub barriers: Vec<SealBarrier>,
+    pub sinks: Vec<SinkVerdict>,
+    /// Findings (points of order, unsafe sinks) and warnings, sorted by position.
+    /// `check::check_bytes` moves them into `Analysed::diagnostics`, leaving this empty.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Analysis {
+    pub fn failing(&self) -> bool {
+        self.sinks.iter().any(|s| s.failing)
+    }
+}
+
+/// Runs the whole analysis.
+pub fn analyze(df: &mut Dataflow, fail_on: FailOn) -> Analysis {
+    analyze_with(df, fail_on, true)
+}
+
+/// Runs the whole analysis; `chain_notes` says whether findings carry their provenance chain
+/// as related notes, one per stream. The chains are in `points` either way: the notes repeat
+/// them for the formats that print them, and a big spec has millions of them.
+pub fn analyze_with(df: &mut Dataflow, fail_on: FailOn, chain_notes: bool) -> Analysis {
+    let mut a = verdicts(df, fail_on);
+    a.diagnostics = diagnostics::diagnose(df, &a, chain_notes, fail_on);
+    a
+}
+
+/// The analysis without its diagnostics (which hold a message and a chain of notes per point
+/// of order): for callers that only read labels, points, barriers and verdicts.
+pub fn verdicts(df: &mut Dataflow, fail_on: FailOn) -> Analysis {
+    let labels = propagate(df);
+    let (points, barriers) = verdicts::points_and_barriers(df, &labels);
+    let sinks = verdicts::sink_verdicts(df, &labels, fail_on);
+    Analysis {
+        labels,
+        points,
+        barriers,
+        sinks,
+        diagnostics: Vec::new(),
+    }
+}
