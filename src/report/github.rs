@@ -8,6 +8,7 @@
 //! the message; additionally `:` and `,` in property values, which would otherwise end the
 //! value early.
 
+use super::format::{CheckWrite, Format};
 use crate::analysis;
 use crate::check::{FileReport, Outcome};
 use crate::diagnostic::{LineIndex, Severity};
@@ -165,6 +166,18 @@ pub fn render_bounded(reports: &[FileReport], max_per_level: usize) -> String {
     }
     out
 }
+
+/// `--format github` of `blazes check`: [`render_bounded`], at most
+/// [`Settings::max_results`] annotations per level ([`DEFAULT_MAX_PER_LEVEL`] by default).
+pub const FORMAT: Format<CheckWrite> = Format {
+    name: "github",
+    help: Some("GitHub Actions workflow commands: inline annotations on a pull request"),
+    chain_notes: false,
+    write: |reports, s, out| {
+        let max = s.max_results.unwrap_or(DEFAULT_MAX_PER_LEVEL);
+        out.write_all(render_bounded(reports, max).as_bytes())
+    },
+};
 
 #[cfg(test)]
 mod tests {

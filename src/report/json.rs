@@ -15,6 +15,7 @@ use std::rc::Rc;
 use serde::Serialize;
 use serde::ser::{Error as _, Serializer};
 
+use super::format::{CheckWrite, Format};
 use crate::analysis::point_code;
 use crate::check::{FileReport, Outcome};
 use crate::diagnostic::{Diagnostic, LineIndex};
@@ -239,3 +240,11 @@ pub fn render(reports: &[FileReport]) -> String {
     write(reports, &mut out).expect("writing to memory does not fail");
     String::from_utf8(out).expect("serde_json writes UTF-8")
 }
+
+/// `--format json` of `blazes check`: [`write`].
+pub const FORMAT: Format<CheckWrite> = Format {
+    name: "json",
+    help: Some("One versioned JSON document: labels, points of order, barriers, diagnostics"),
+    chain_notes: false,
+    write: |reports, _, mut out| write(reports, &mut out),
+};

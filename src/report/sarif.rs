@@ -13,6 +13,7 @@ use serde_sarif::sarif::{
     MultiformatMessageString, ReportingConfiguration, ReportingDescriptor, Tool, ToolComponent,
 };
 
+use super::format::{CheckWrite, Format};
 use crate::analysis;
 use crate::check::{FileReport, Outcome};
 use crate::codes::{self, Code};
@@ -711,6 +712,18 @@ fn fingerprints(
     }
     out
 }
+
+/// `--format sarif` of `blazes check`: [`write`], at most [`Settings::max_results`] results
+/// ([`DEFAULT_MAX_RESULTS`] by default), paths relative to [`Settings::cwd`].
+pub const FORMAT: Format<CheckWrite> = Format {
+    name: "sarif",
+    help: Some("SARIF 2.1.0, for GitHub code scanning and other SARIF viewers"),
+    chain_notes: false,
+    write: |reports, s, mut out| {
+        let max = s.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
+        write(reports, s.cwd, max, &mut out)
+    },
+};
 
 #[cfg(test)]
 mod tests {
