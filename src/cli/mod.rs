@@ -2,7 +2,7 @@
 //! Everything that touches the outside world lives here (and in `main.rs`, which only calls
 //! [`run`]). Not part of the library's API: only [`run`] is public, for the binary.
 //!
-//! [`args`] holds the clap definition, [`io`] reading, writing and colour, and each
+//! `args` holds the clap definition, `io` reading, writing and colour, and each
 //! subcommand has its module, which turns the arguments into the library's options, calls it,
 //! and prints through a format of [`crate::report::format`].
 

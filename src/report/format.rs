@@ -88,3 +88,73 @@ pub static CHECK: &[&Format<CheckWrite>] = &[
 /// default.
 pub static PLAN: &[&Format<PlanWrite>] =
     &[&plan_human::FORMAT, &plan_yaml::FORMAT, &plan_json::FORMAT];
+
+/// The first name a registry gives twice: the later format could never be chosen.
+pub fn duplicate_name<W>(registry: &[&Format<W>]) -> Option<&'static str> {
+    registry
+        .iter()
+        .enumerate()
+        .find(|(i, f)| registry[..*i].iter().any(|g| g.name == f.name))
+        .map(|(_, f)| f.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::{Options, check_bytes};
+
+    #[test]
+    fn every_name_is_given_once() {
+        assert_eq!(duplicate_name(CHECK), None);
+        assert_eq!(duplicate_name(PLAN), None);
+        // Negative control: a registry listing a format twice is caught.
+        let twice: [&Format<CheckWrite>; 3] = [&json::FORMAT, &sarif::FORMAT, &json::FORMAT];
+        assert_eq!(duplicate_name(&twice), Some("json"));
+    }
+
+    fn written(format: &Format<CheckWrite>, chain_notes: bool) -> Vec<u8> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("specs");
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        names.sort();
+        let options = Options {
+            chain_notes,
+            ..Options::default()
+        };
+        let reports: Vec<FileReport> = names
+            .iter()
+            .map(|p| {
+                check_bytes(
+                    &p.display().to_string(),
+                    &std::fs::read(p).unwrap(),
+                    &options,
+                )
+            })
+            .collect();
+        let mut out = Vec::new();
+        (format.write)(&reports, &Settings::default(), &mut out).unwrap();
+        out
+    }
+
+    /// The CLI drops the provenance chains for a format that says it does not print them: its
+    /// output must not change for it.
+    #[test]
+    fn a_format_without_chain_notes_does_not_print_them() {
+        for format in CHECK.iter().filter(|f| !f.chain_notes) {
+            assert_eq!(
+                written(format, true),
+                written(format, false),
+                "--format {} changes without the provenance chains",
+                format.name
+            );
+        }
+        // Negative control: the human format prints them, so its output changes.
+        const { assert!(human::FORMAT.chain_notes) };
+        assert_ne!(
+            written(&human::FORMAT, true),
+            written(&human::FORMAT, false)
+        );
+    }
+}

@@ -12,6 +12,7 @@ use super::format::{CheckWrite, Format, Settings};
 use crate::check::{FileReport, Outcome};
 use crate::diagnostic::{Diagnostic, LineIndex, Severity};
 use crate::label::Label;
+use crate::vocabulary::plural;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Style {
@@ -218,10 +219,6 @@ pub fn render_diagnostic_indexed(
         }
     }
     out
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The one-line summary of a file.

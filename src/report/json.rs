@@ -5,7 +5,7 @@
 //! whichever serde_json features are enabled. The document is serialised straight from
 //! borrowed structs, never built as a `serde_json::Value`: on a 100k-component spec the value
 //! tree would cost more memory than the analysis itself. For the same reason its long lists
-//! are written from iterators as they are serialised ([`Seq`]), and [`write`] writes to any
+//! are written from iterators as they are serialised (`Seq`), and [`write()`] writes to any
 //! `io::Write`: the CLI passes standard output, so the document is never held whole either.
 
 use std::cell::Cell;
@@ -241,7 +241,7 @@ pub fn render(reports: &[FileReport]) -> String {
     String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
-/// `--format json` of `blazes check`: [`write`].
+/// `--format json` of `blazes check`: [`write()`].
 pub const FORMAT: Format<CheckWrite> = Format {
     name: "json",
     help: Some("One versioned JSON document: labels, points of order, barriers, diagnostics"),

@@ -3,6 +3,7 @@
 
 use super::format::{Format, PlanWrite, Planned, Settings};
 use crate::plan::{Kind, Plan, PointRef, Status};
+use crate::vocabulary::plural;
 
 fn point(p: &PointRef) -> String {
     let gate = if p.gate.is_empty() {
@@ -54,10 +55,6 @@ pub fn producers_text(producers: &[String]) -> String {
 
 fn list(items: &[String]) -> String {
     items.join(", ")
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 pub fn render(path: &str, plan: &Plan) -> String {
