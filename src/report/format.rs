@@ -5,6 +5,27 @@
 //! and the function that writes it), listed once in a registry. The command line derives its
 //! `--format` choices, their help, the completions and the man pages from the registry, and
 //! calls every format the same way: the reports, the [`Settings`], and a writer.
+//!
+//! ```
+//! use blazes::check::{Options, check_bytes};
+//! use blazes::report::format::{self, Settings};
+//!
+//! let spec = b"
+//! sources: { tweets: {} }
+//! components:
+//!   Count:
+//!     paths: [{ from: tweets, to: counts, label: OW, gate: [word] }]
+//! streams:
+//!   - { from: tweets, to: Count.tweets }
+//!   - { from: Count.counts, to: db }
+//! sinks: { db: {} }
+//! ";
+//! let reports = [check_bytes("count.yaml", spec, &Options::default())];
+//! let github = format::CHECK.iter().find(|f| f.name == "github").unwrap();
+//! let mut out = Vec::new();
+//! (github.write)(&reports, &Settings::default(), &mut out).unwrap();
+//! assert!(String::from_utf8(out).unwrap().starts_with("::error file=count.yaml"));
+//! ```
 
 use std::fmt;
 use std::io::{self, Write};
