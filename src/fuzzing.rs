@@ -47,7 +47,12 @@ pub fn pipeline(bytes: &[u8], options: &Options) -> i32 {
     assert!(!human.contains("panicked"), "panic text in the output");
     let sarif = report::sarif::render(std::slice::from_ref(&report), None);
     serde_json::from_str::<serde_json::Value>(&sarif).expect("the SARIF output parses");
-    report::github::render(std::slice::from_ref(&report));
+    // Every registered format, so that a new one is fuzzed without being named here.
+    for format in report::format::CHECK {
+        let mut out = Vec::new();
+        (format.write)(std::slice::from_ref(&report), &Default::default(), &mut out)
+            .expect("writing to memory does not fail");
+    }
     let dot = match &report.outcome {
         Outcome::Analysed(a) => Some(plan_and_draw(&report, a, options)),
         Outcome::Invalid(_) => None,
@@ -79,8 +84,20 @@ fn plan_and_draw(r: &FileReport, a: &check::Analysed, options: &Options) -> Stri
     let plan = crate::plan::plan(&a.dataflow, &crate::plan::Options::default());
     let json = report::plan_json::render(&r.path, &plan);
     serde_json::from_str::<serde_json::Value>(&json).expect("the plan's JSON parses");
-    report::plan_human::render(&r.path, &plan);
-    report::plan_yaml::render(&r.path, &plan);
+    let planned = report::format::Planned {
+        report: r,
+        plan: Some(&plan),
+        applied: None,
+    };
+    for format in report::format::PLAN {
+        let mut out = Vec::new();
+        (format.write)(
+            std::slice::from_ref(&planned),
+            &Default::default(),
+            &mut out,
+        )
+        .expect("writing to memory does not fail");
+    }
     if plan.status != crate::plan::Status::Unrepairable
         && let Ok(edited) =
             crate::plan::apply::apply_verified(&r.text, &plan, &options.limits, options.fail_on)

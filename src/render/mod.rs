@@ -28,6 +28,7 @@ use graphviz_rust::printer::{DotPrinter, PrinterContext};
 use crate::analysis::{Analysis, FailOn, PointOfOrder};
 use crate::graph::{CompId, Consumer, Dataflow, IfaceId, Order, Producer, SourceId};
 use crate::label::{Annotation, Label};
+use crate::vocabulary;
 
 /// A coordination mechanism to draw where it goes.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -243,8 +244,8 @@ pub fn plan_dot(df: &Dataflow, plan: &crate::plan::Plan, fail_on: FailOn) -> Str
     let caption = match plan.status {
         Status::Ok => "plan: nothing to coordinate".to_string(),
         Status::Repaired => format!(
-            "plan: repaired by {n} added mechanism{} (cost {}), drawn with +",
-            if n == 1 { "" } else { "s" },
+            "plan: repaired by {} (cost {}), drawn with +",
+            vocabulary::plural(n, "added mechanism", "added mechanisms"),
             plan.cost
         ),
         Status::Unrepairable => {
@@ -738,12 +739,9 @@ fn component_node(
         None => {}
     }
     for (pi, p) in c.paths.iter().enumerate() {
-        let ann = match (p.annotation, p.gate) {
-            (Annotation::OR | Annotation::OW, Some(g)) => {
-                format!("{}({})", p.annotation.as_str(), g.display(&df.keys))
-            }
-            (a, _) => a.as_str().to_string(),
-        };
+        // Only order-sensitive paths have a gate to show (a valid spec gives no other one).
+        let gate = p.gate.filter(|_| !p.annotation.is_confluent());
+        let ann = vocabulary::signature(p.annotation, gate, &df.keys);
         let text = format!(
             "{} → {}  {}",
             html(&df.iface(p.input).name),

@@ -8,10 +8,12 @@
 //! the message; additionally `:` and `,` in property values, which would otherwise end the
 //! value early.
 
+use super::format::{CheckWrite, Format};
 use crate::analysis;
 use crate::check::{FileReport, Outcome};
 use crate::diagnostic::{LineIndex, Severity};
 use crate::report::grouped::{self, Finding, Kind};
+use crate::vocabulary;
 
 fn escape_data(s: &str) -> String {
     s.replace('%', "%25")
@@ -44,10 +46,7 @@ fn command(reports: &[FileReport], index: &LineIndex, f: &Finding) -> String {
     let r = &reports[f.file];
     let (path, text) = (r.path.as_str(), r.text.as_str());
     let d = grouped::diagnostic(reports, f);
-    let kind = match d.severity {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-    };
+    let kind = vocabulary::github_command(d.severity);
     let mut props = Vec::new();
     if path != "<stdin>" {
         props.push(format!("file={}", escape_property(&file_property(path))));
@@ -85,10 +84,9 @@ fn command(reports: &[FileReport], index: &LineIndex, f: &Finding) -> String {
                     |l| l.display(&df.keys),
                 );
                 let (line, col) = at(st.from_span);
-                let n = chain.len();
+                let streams = vocabulary::plural(chain.len(), "stream", "streams");
                 msg.push_str(&format!(
-                    "\n  {line}:{col}: {label} from here ({n} stream{} upstream)",
-                    if n == 1 { "" } else { "s" }
+                    "\n  {line}:{col}: {label} from here ({streams} upstream)"
                 ));
             }
             if let Kind::Point { sinks, .. } = &f.kind {
@@ -165,6 +163,18 @@ pub fn render_bounded(reports: &[FileReport], max_per_level: usize) -> String {
     }
     out
 }
+
+/// `--format github` of `blazes check`: [`render_bounded`], at most
+/// [`Settings::max_results`](super::format::Settings::max_results) annotations per level ([`DEFAULT_MAX_PER_LEVEL`] by default).
+pub const FORMAT: Format<CheckWrite> = Format {
+    name: "github",
+    help: Some("GitHub Actions workflow commands: inline annotations on a pull request"),
+    chain_notes: false,
+    write: |reports, s, out| {
+        let max = s.max_results.unwrap_or(DEFAULT_MAX_PER_LEVEL);
+        out.write_all(render_bounded(reports, max).as_bytes())
+    },
+};
 
 #[cfg(test)]
 mod tests {

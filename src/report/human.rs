@@ -8,9 +8,11 @@ use miette::{
     SourceCode, SourceSpan, SpanContents,
 };
 
+use super::format::{CheckWrite, Format, Settings};
 use crate::check::{FileReport, Outcome};
 use crate::diagnostic::{Diagnostic, LineIndex, Severity};
 use crate::label::Label;
+use crate::vocabulary::plural;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Style {
@@ -219,10 +221,6 @@ pub fn render_diagnostic_indexed(
     out
 }
 
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 /// The one-line summary of a file.
 pub fn summary(r: &FileReport) -> String {
     match &r.outcome {
@@ -302,4 +300,24 @@ pub fn render(reports: &[FileReport], style: Style) -> String {
         out.push('\n');
     }
     out
+}
+
+/// `--format human` of `blazes check`: [`render`], coloured as [`Settings::color`] says.
+pub const FORMAT: Format<CheckWrite> = Format {
+    name: "human",
+    help: Some("Diagnostics with carets under the spec text, and a summary per file"),
+    chain_notes: true,
+    write: write_format,
+};
+
+fn write_format(
+    reports: &[FileReport],
+    s: &Settings,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let style = Style {
+        color: s.color,
+        ..Default::default()
+    };
+    out.write_all(render(reports, style).as_bytes())
 }

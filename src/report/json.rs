@@ -5,7 +5,7 @@
 //! whichever serde_json features are enabled. The document is serialised straight from
 //! borrowed structs, never built as a `serde_json::Value`: on a 100k-component spec the value
 //! tree would cost more memory than the analysis itself. For the same reason its long lists
-//! are written from iterators as they are serialised ([`Seq`]), and [`write`] writes to any
+//! are written from iterators as they are serialised (`Seq`), and [`write()`] writes to any
 //! `io::Write`: the CLI passes standard output, so the document is never held whole either.
 
 use std::cell::Cell;
@@ -15,6 +15,7 @@ use std::rc::Rc;
 use serde::Serialize;
 use serde::ser::{Error as _, Serializer};
 
+use super::format::{CheckWrite, Format};
 use crate::analysis::point_code;
 use crate::check::{FileReport, Outcome};
 use crate::diagnostic::{Diagnostic, LineIndex};
@@ -239,3 +240,11 @@ pub fn render(reports: &[FileReport]) -> String {
     write(reports, &mut out).expect("writing to memory does not fail");
     String::from_utf8(out).expect("serde_json writes UTF-8")
 }
+
+/// `--format json` of `blazes check`: [`write()`].
+pub const FORMAT: Format<CheckWrite> = Format {
+    name: "json",
+    help: Some("One versioned JSON document: labels, points of order, barriers, diagnostics"),
+    chain_notes: false,
+    write: |reports, _, mut out| write(reports, &mut out),
+};

@@ -1,6 +1,9 @@
-//! Output formats, one per file. Each renders a slice of [`FileReport`]s to a `String`; the
-//! CLI decides where it goes. Every format is deterministic: same input, same bytes.
+//! Output formats, one per file, each with the one shape of [`format::Format`]: `blazes
+//! check`'s formats write the [`FileReport`](crate::check::FileReport)s of every spec given
+//! ([`format::CHECK`]), `blazes plan`'s the plans ([`format::PLAN`]). The caller decides where
+//! the bytes go. Every format is deterministic: same input, same bytes.
 
+pub mod format;
 pub mod github;
 pub mod grouped;
 pub mod human;

@@ -1,7 +1,9 @@
 //! `blazes plan` human output: reads like a short review comment. One line per mechanism
 //! (what, where, cost, why, what the runtime must provide), then the sinks and the totals.
 
+use super::format::{Format, PlanWrite, Planned, Settings};
 use crate::plan::{Kind, Plan, PointRef, Status};
+use crate::vocabulary::plural;
 
 fn point(p: &PointRef) -> String {
     let gate = if p.gate.is_empty() {
@@ -53,10 +55,6 @@ pub fn producers_text(producers: &[String]) -> String {
 
 fn list(items: &[String]) -> String {
     items.join(", ")
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 pub fn render(path: &str, plan: &Plan) -> String {
@@ -175,4 +173,34 @@ pub fn render(path: &str, plan: &Plan) -> String {
         plan.barrier_cost
     ));
     s
+}
+
+/// `--format human` of `blazes plan`: [`render`] for each valid spec, the human diagnostics
+/// of `blazes check` (coloured as [`Settings::color`] says) for each invalid one.
+pub const FORMAT: Format<PlanWrite> = Format {
+    name: "human",
+    help: None,
+    chain_notes: false,
+    write: write_format,
+};
+
+fn write_format(
+    planned: &[Planned],
+    s: &Settings,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let mut text = String::new();
+    for p in planned {
+        match p.plan {
+            Some(plan) => text.push_str(&render(&p.report.path, plan)),
+            None => text.push_str(&super::human::render(
+                std::slice::from_ref(p.report),
+                super::human::Style {
+                    color: s.color,
+                    ..Default::default()
+                },
+            )),
+        }
+    }
+    out.write_all(text.as_bytes())
 }

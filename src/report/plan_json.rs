@@ -11,6 +11,7 @@
 
 use serde_json::{Value, json};
 
+use super::format::{Format, PlanWrite, Planned, Settings};
 use crate::diagnostic::{Diagnostic, LineIndex, Severity};
 use crate::plan::{Plan, PointRef};
 
@@ -234,4 +235,21 @@ pub fn render(path: &str, plan: &Plan) -> String {
         plan: Some(plan),
         applied: None,
     }])
+}
+
+/// `--format json` of `blazes plan`: [`render_files`].
+pub const FORMAT: Format<PlanWrite> = Format {
+    name: "json",
+    help: None,
+    chain_notes: false,
+    write: write_format,
+};
+
+fn write_format(
+    planned: &[Planned],
+    _: &Settings,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let files: Vec<PlannedFile> = planned.iter().map(Planned::file).collect();
+    out.write_all(render_files(&files).as_bytes())
 }

@@ -1,6 +1,7 @@
 //! `blazes plan --format yaml`: the JSON document of [`super::plan_json`], written as YAML
 //! (same fields, same version), for people who keep plans next to their specs.
 
+use super::format::{Format, PlanWrite, Planned, Settings};
 use super::plan_json::{self, PlannedFile};
 use crate::plan::Plan;
 
@@ -23,4 +24,21 @@ pub fn render(path: &str, plan: &Plan) -> String {
         plan: Some(plan),
         applied: None,
     }])
+}
+
+/// `--format yaml` of `blazes plan`: [`render_files`].
+pub const FORMAT: Format<PlanWrite> = Format {
+    name: "yaml",
+    help: None,
+    chain_notes: false,
+    write: write_format,
+};
+
+fn write_format(
+    planned: &[Planned],
+    _: &Settings,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let files: Vec<PlannedFile> = planned.iter().map(Planned::file).collect();
+    out.write_all(render_files(&files).as_bytes())
 }

@@ -13,11 +13,13 @@ use serde_sarif::sarif::{
     MultiformatMessageString, ReportingConfiguration, ReportingDescriptor, Tool, ToolComponent,
 };
 
+use super::format::{CheckWrite, Format};
 use crate::analysis;
 use crate::check::{FileReport, Outcome};
 use crate::codes::{self, Code};
 use crate::diagnostic::{LineIndex, Severity, Span};
 use crate::report::grouped::{self, Finding, Kind};
+use crate::vocabulary;
 
 /// The OASIS schema of the format version we write.
 pub const SCHEMA: &str =
@@ -77,7 +79,7 @@ pub fn write(
         Vec::new()
     } else {
         vec![Notification {
-            level: "warning",
+            level: vocabulary::sarif_level(Severity::Warning),
             message: Text {
                 text: format!(
                     "{} of {} results were left out ({} errors, {} warnings): this log keeps the {} most severe (--max-results {}). GitHub code scanning rejects a run of more than 25,000 results and shows its 5,000 most severe; pass --max-results N to keep more, or run `blazes check` for every finding.",
@@ -344,7 +346,7 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!(
         "{} {}",
         grouped::thousands(n),
-        if n == 1 { one } else { many }
+        vocabulary::noun(n, one, many)
     )
 }
 
@@ -461,7 +463,7 @@ fn result<'a>(reports: &'a [FileReport], f: &Finding, at: &At<'a, '_>, fp: &str)
         .into_iter()
         .collect();
     ResultOut {
-        level: level(d.severity),
+        level: vocabulary::sarif_level(d.severity),
         locations,
         message: Text { text },
         partial_fingerprints: Fingerprints {
@@ -499,13 +501,6 @@ fn pascal(name: &str) -> String {
         .collect()
 }
 
-fn level(s: Severity) -> &'static str {
-    match s {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-    }
-}
-
 fn rule(c: &Code) -> ReportingDescriptor {
     let explain = format!("{} ({}): {}\n\n{}", c.id, c.name, c.summary, c.explanation);
     ReportingDescriptor::builder()
@@ -533,7 +528,7 @@ fn rule(c: &Code) -> ReportingDescriptor {
         .help_uri(INFORMATION_URI)
         .default_configuration(
             ReportingConfiguration::builder()
-                .level(serde_json::json!(level(c.severity)))
+                .level(serde_json::json!(vocabulary::sarif_level(c.severity)))
                 .build(),
         )
         .build()
@@ -711,6 +706,18 @@ fn fingerprints(
     }
     out
 }
+
+/// `--format sarif` of `blazes check`: [`write()`], at most [`Settings::max_results`](super::format::Settings::max_results) results
+/// ([`DEFAULT_MAX_RESULTS`] by default), paths relative to [`Settings::cwd`](super::format::Settings::cwd).
+pub const FORMAT: Format<CheckWrite> = Format {
+    name: "sarif",
+    help: Some("SARIF 2.1.0, for GitHub code scanning and other SARIF viewers"),
+    chain_notes: false,
+    write: |reports, s, mut out| {
+        let max = s.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
+        write(reports, s.cwd, max, &mut out)
+    },
+};
 
 #[cfg(test)]
 mod tests {

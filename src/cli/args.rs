@@ -1,0 +1,306 @@
+//! The clap definition of every subcommand's arguments: what `--help`, the man pages and the
+//! completion scripts are generated from. No behaviour here beyond turning arguments into the
+//! library's options.
+
+use std::path::PathBuf;
+
+use clap::builder::PossibleValue;
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::label::FailOn;
+use crate::report::format::{self, CheckWrite, Format, PlanWrite};
+use crate::spec::Limits;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "blazes",
+    version,
+    about = "Coordination analysis for dataflows: find where order matters, and the cheapest fix"
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Command {
+    /// Analyse dataflow specs and report points of order and unsafe sinks.
+    ///
+    /// Exit status: 0 when every sink gets a label it tolerates (warnings allowed), 1 when
+    /// some sink's label is worse than it tolerates, 2 when a spec cannot be read or is invalid.
+    Check(CheckArgs),
+    /// Draw the analysed dataflow as a graph (Graphviz DOT, or SVG through `dot`).
+    ///
+    /// One graph per spec: on standard output, consecutive `digraph`s (DOT only; `dot` reads
+    /// them all); with `-o FILE`, one spec into FILE, its format from the extension (.dot,
+    /// .gv, .svg) unless `--format` says it; with `-o DIR/`, one file per spec, named after it.
+    /// An invalid spec's diagnostics go to standard error (standard output carries only
+    /// graphs); the other specs are still drawn.
+    ///
+    /// Exit status: 0 when every graph was written, 2 when a spec is invalid, the usage is
+    /// wrong or an output cannot be produced.
+    Render(RenderArgs),
+    /// Print the long explanation of a diagnostic code (`blazes explain C001`) or of a topic
+    /// (`blazes explain OW`); without an argument, list every code and topic.
+    Explain {
+        /// A code (`C001`), its name (`unordered-write`), or a topic: labels, CR, CW, OR, OW,
+        /// seal, gate, order, tolerate, plan.
+        code: Option<String>,
+    },
+    /// Find the cheapest coordination (seals, keyed or global orders) that makes every sink
+    /// meet its tolerance, and optionally write it into a copy of the spec.
+    ///
+    /// Several specs give one report (JSON and YAML: one versioned document with a `files`
+    /// array); an invalid spec is reported in it, with its diagnostics, like `blazes check`.
+    ///
+    /// Exit status, the worst over the specs: 0 when a spec is ok or the plan repairs it, 1
+    /// when nothing in reach repairs it, 2 when a spec is invalid, the usage is wrong or an
+    /// output cannot be written. `blazes explain plan` describes the cost model and the search.
+    Plan(PlanArgs),
+    /// Write a random, valid spec of a given size (for benchmarks and stress tests).
+    Gen(GenArgs),
+    /// Print a shell completion script to standard output.
+    ///
+    /// For example: `blazes completions bash > ~/.local/share/bash-completion/completions/blazes`,
+    /// `blazes completions zsh > ~/.zfunc/_blazes` (with `~/.zfunc` in `fpath`),
+    /// `blazes completions fish > ~/.config/fish/completions/blazes.fish`.
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print a man page (roff) to standard output: `blazes(1)`, or `blazes-COMMAND(1)`.
+    ///
+    /// For example: `blazes man | man -l -`, or
+    /// `blazes man > ~/.local/share/man/man1/blazes.1` and
+    /// `blazes man check > ~/.local/share/man/man1/blazes-check.1`.
+    Man {
+        /// A subcommand whose page to print (`check`, `plan`, ...) instead of the main page.
+        command: Option<String>,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct GenArgs {
+    /// Number of components.
+    #[arg(long, default_value_t = 1000)]
+    pub components: usize,
+    /// Seed: the same seed gives the same spec.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Share of components that take a back edge, closing a cycle (0 to 1).
+    #[arg(long, default_value_t = 0.02)]
+    pub cycles: f64,
+    /// Share of replicated components (0 to 1).
+    #[arg(long, default_value_t = 0.1)]
+    pub replicated: f64,
+    /// Write to this file instead of standard output (atomically).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FailOnArg {
+    Run,
+    Inst,
+    Diverge,
+    Never,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct LimitArgs {
+    /// Largest spec accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_bytes)]
+    pub max_file_size: usize,
+    /// Deepest nesting of YAML mappings and lists accepted.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_depth)]
+    pub max_depth: usize,
+    /// Most YAML nodes (scalars, lists, mappings) accepted.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_nodes)]
+    pub max_nodes: usize,
+    /// Most YAML events that aliases (`*name`) and merge keys may copy in total (alias
+    /// expansion; bounds "billion laughs" specs).
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_aliases)]
+    pub max_aliases: usize,
+    /// Most components in one spec.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_components)]
+    pub max_components: usize,
+    /// Most streams in one spec.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_streams)]
+    pub max_streams: usize,
+    /// Most attribute names in one gate, seal, order or sealable list.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_attributes)]
+    pub max_attributes: usize,
+}
+
+impl LimitArgs {
+    pub(crate) fn limits(&self) -> Limits {
+        Limits {
+            max_bytes: self.max_file_size,
+            max_depth: self.max_depth,
+            max_nodes: self.max_nodes,
+            max_aliases: self.max_aliases,
+            max_components: self.max_components,
+            max_streams: self.max_streams,
+            max_attributes: self.max_attributes,
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct CheckArgs {
+    /// Spec files to check; `-` reads standard input.
+    #[arg(required = true, value_name = "SPEC")]
+    pub specs: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = format::CHECK[0])]
+    pub format: &'static Format<CheckWrite>,
+    /// How bad the label of a sink that declares no `tolerate:` must be to fail the check; a
+    /// sink's own `tolerate:` decides alone, whatever this says.
+    #[arg(long, value_enum, default_value_t = FailOnArg::Run)]
+    pub fail_on: FailOnArg,
+    /// Colour in human output.
+    #[arg(long, value_enum, default_value_t = Color::Auto)]
+    pub color: Color,
+    /// Most results of `--format sarif` (default 5000, what GitHub code scanning shows of a
+    /// run), or most annotations of each level of `--format github` (default 10, what GitHub
+    /// shows per step). The most severe are kept; the output says how many were left out.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_results: Option<u64>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RenderFormat {
+    /// Graphviz DOT text (no external program needed).
+    Dot,
+    /// SVG, produced by Graphviz's `dot` program.
+    Svg,
+}
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct RenderArgs {
+    /// The specs to draw, one graph each; `-` reads standard input.
+    #[arg(required = true, value_name = "SPEC")]
+    pub specs: Vec<PathBuf>,
+    /// Output format [default: from the extension of `-o FILE`, else dot]. Contradicting the
+    /// extension of `-o FILE` is an error.
+    #[arg(long, value_enum)]
+    pub format: Option<RenderFormat>,
+    /// Write to FILE (atomically) instead of standard output; the extension (.dot, .gv, .svg)
+    /// sets the format. With a directory, written with a trailing slash (`-o DIR/`, created if
+    /// missing), write one file per spec, named after the spec (`specs/wordcount.yaml` ->
+    /// `DIR/wordcount.dot`).
+    #[arg(short, long, value_name = "FILE|DIR/")]
+    pub output: Option<PathBuf>,
+    /// Draw the spec as `blazes plan` leaves it: the labels once the plan is applied, the
+    /// mechanisms it adds marked `+` (dashed), and a legend.
+    #[arg(long)]
+    pub plan: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// A kind of mechanism the plan may add (`--allow`).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MechanismArg {
+    /// `seal:` on a source that declares the key `sealable`.
+    Seal,
+    /// `order: [keys]` on a component.
+    Keyed,
+    /// `order: global` on a component.
+    Global,
+}
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct PlanArgs {
+    /// The specs to plan; `-` reads standard input.
+    #[arg(required = true, value_name = "SPEC")]
+    pub specs: Vec<PathBuf>,
+    /// Output format of the plan (json and yaml: one versioned document for all the specs).
+    #[arg(long, value_enum, default_value_t = format::PLAN[0])]
+    pub format: &'static Format<PlanWrite>,
+    /// Write the spec with the plan's mechanisms recorded in it to OUT (atomically; one spec
+    /// only), in the spec's own syntax (a JSON spec stays JSON). Refuses to overwrite SPEC
+    /// unless --in-place is given.
+    #[arg(long, value_name = "OUT")]
+    pub apply: Option<PathBuf>,
+    /// Write each spec's plan into the spec itself (alone, with one spec, it means
+    /// `--apply SPEC`).
+    #[arg(long)]
+    pub in_place: bool,
+    /// How bad the label of a sink that declares no `tolerate:` must be to need repair; a
+    /// sink's own `tolerate:` decides alone, whatever this says.
+    #[arg(long, value_enum, default_value_t = FailOnArg::Run)]
+    pub fail_on: FailOnArg,
+    /// Mechanisms the plan may add, comma-separated (e.g. `--allow seal,keyed` for a runtime
+    /// without a sequencer).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_values_t = [MechanismArg::Seal, MechanismArg::Keyed, MechanismArg::Global]
+    )]
+    pub allow: Vec<MechanismArg>,
+    /// Most candidate mechanisms the exact search (branch and bound) takes on; above it the
+    /// plan is found greedily and says so. At most 63.
+    #[arg(long, value_name = "N", default_value_t = crate::plan::EXACT_LIMIT as u8,
+          value_parser = clap::value_parser!(u8).range(0..=63))]
+    pub exact_limit: u8,
+    /// Most analyses the exact search may run before it falls back to the greedy plan.
+    #[arg(long, value_name = "N", default_value_t = crate::plan::EVALUATION_BUDGET)]
+    pub exact_budget: usize,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+impl From<FailOnArg> for FailOn {
+    fn from(a: FailOnArg) -> FailOn {
+        match a {
+            FailOnArg::Run => FailOn::Run,
+            FailOnArg::Inst => FailOn::Inst,
+            FailOnArg::Diverge => FailOn::Diverge,
+            FailOnArg::Never => FailOn::Never,
+        }
+    }
+}
+
+/// The registry of output formats a `--format` chooses from.
+pub(crate) trait Registry: Sized + 'static {
+    fn registry() -> &'static [&'static Format<Self>];
+}
+
+impl Registry for CheckWrite {
+    fn registry() -> &'static [&'static Format<Self>] {
+        format::CHECK
+    }
+}
+
+impl Registry for PlanWrite {
+    fn registry() -> &'static [&'static Format<Self>] {
+        format::PLAN
+    }
+}
+
+/// `--format` offers the formats of a registry, by name, with their help.
+impl<W: Registry> ValueEnum for &'static Format<W> {
+    fn value_variants<'a>() -> &'a [Self] {
+        W::registry()
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let value = PossibleValue::new(self.name);
+        Some(match self.help {
+            Some(help) => value.help(help),
+            None => value,
+        })
+    }
+}

@@ -1,0 +1,144 @@
+//! The command line's contact with the outside world: reading specs (bounded by the size
+//! limit, `-` for standard input), writing files atomically, printing to standard output, and
+//! deciding on colour. Every subcommand goes through these, so each says a thing one way.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+
+use super::args::Color;
+use crate::check::{self, FileReport, Options, Outcome};
+use crate::codes;
+use crate::diagnostic::{Diagnostic, Span};
+use crate::spec::Limits;
+
+/// Which way a file was being used when an IO error happened: a missing file means something
+/// different when reading (the file itself) than when writing (a directory on its path).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    Read,
+    Write,
+}
+
+/// The reason of an IO error in the user's words: the common kinds as short phrases, the
+/// others as the OS says them.
+pub(crate) fn io_reason(e: &std::io::Error, access: Access) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => match access {
+            Access::Read => "no such file".to_string(),
+            Access::Write => "no such file or directory".to_string(),
+        },
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        std::io::ErrorKind::IsADirectory => "it is a directory".to_string(),
+        _ => e.to_string(),
+    }
+}
+
+/// The name a spec is reported under: its path as given, `<stdin>` for `-`.
+fn shown(path: &Path) -> String {
+    if is_stdin(path) {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// Whether a spec argument means standard input.
+pub(crate) fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Reads a spec from a path (`-` is standard input), bounded by the size limit; returns the
+/// name to report it under with its bytes, or with the reason it cannot be read.
+pub(crate) fn read_spec(
+    path: &Path,
+    limits: &Limits,
+) -> Result<(String, Vec<u8>), (String, String)> {
+    let shown = shown(path);
+    let mut bytes = Vec::new();
+    // Read one byte past the limit so an oversized input is detected without reading it all.
+    let cap = limits.max_bytes as u64 + 1;
+    let result = if is_stdin(path) {
+        std::io::stdin().lock().take(cap).read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(path).and_then(|f| f.take(cap).read_to_end(&mut bytes))
+    };
+    match result {
+        Ok(_) => Ok((shown, bytes)),
+        Err(e) => Err((shown, io_reason(&e, Access::Read))),
+    }
+}
+
+/// Checks every spec; unreadable files become invalid reports so the others still run.
+pub(crate) fn check_files(specs: &[PathBuf], options: &Options) -> Vec<FileReport> {
+    specs.iter().map(|p| check_file(p, options)).collect()
+}
+
+/// Checks one spec; an unreadable file is an invalid report.
+pub(crate) fn check_file(spec: &Path, options: &Options) -> FileReport {
+    match read_spec(spec, &options.limits) {
+        Ok((shown, bytes)) => check::check_owned(&shown, bytes, options),
+        Err((shown, reason)) => FileReport {
+            path: shown.clone(),
+            text: String::new(),
+            outcome: Outcome::Invalid(vec![
+                Diagnostic::new(
+                    &codes::UNREADABLE,
+                    format!("cannot read `{shown}`: {reason}"),
+                )
+                .at(Span::new(0, 0), ""),
+            ]),
+        },
+    }
+}
+
+/// Whether to colour what goes to `stream` (standard output or standard error): as asked,
+/// or, for `auto`, when it is a terminal and `NO_COLOR` is unset or empty.
+pub(crate) fn use_color(choice: Color, stream: &impl IsTerminal) -> bool {
+    match choice {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => {
+            stream.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    }
+}
+
+/// Writes to standard output and flushes. A closed pipe (`blazes check ... | head`) is not an
+/// error worth a panic, nor a message: the reader has what it wanted.
+pub(crate) fn write_out(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(bytes);
+    let _ = out.flush();
+}
+
+/// Whether `a` and `b` name the same existing file (so writing one would destroy the other).
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so
+/// readers never see a half-written file and a failure leaves the old file intact.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("the output path names no file"))?;
+    let tmp = dir.join(format!(
+        ".{}.blazes-{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
