@@ -12,7 +12,7 @@
 use serde_json::{Value, json};
 
 use crate::diagnostic::{Diagnostic, LineIndex, Severity};
-use crate::plan::{Plan, PointRef};
+use crate::plan::{Kind, Plan, PointRef};
 
 pub const VERSION: u32 = 2;
 
@@ -145,7 +145,7 @@ pub fn file_value(f: &PlannedFile) -> Value {
         .collect();
     mechanisms.extend(plan.barriers.iter().map(|b| {
         json!({
-            "kind": "seal-barrier",
+            "kind": Kind::SealBarrier.as_str(),
             "component": b.component,
             "components": [b.component],
             "input": b.input,
@@ -158,22 +158,7 @@ pub fn file_value(f: &PlannedFile) -> Value {
             "fixes": [],
             "fixes_complete": true,
             "sinks": [],
-            "runtime": if b.key.is_empty() {
-                format!(
-                    "{} buffers the whole stream on input `{}` until {} finished it",
-                    b.component,
-                    b.input,
-                    crate::report::plan_human::producers_text(&b.producers)
-                )
-            } else {
-                format!(
-                    "{} buffers each partition of `{}` on input `{}` until {} sealed it",
-                    b.component,
-                    b.key.join(", "),
-                    b.input,
-                    crate::report::plan_human::producers_text(&b.producers)
-                )
-            },
+            "runtime": b.runtime(),
         })
     }));
     json!({
