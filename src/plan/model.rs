@@ -100,7 +100,7 @@ pub struct Mechanism {
     /// Points of order that come back when this mechanism is removed from the plan.
     pub fixes: Vec<PointRef>,
     /// Whether `fixes` and `sinks` are all of them: the removal is followed through at most
-    /// [`EXPLANATION_BUDGET`] components, and what it reaches further is not listed.
+    /// [`EXPLANATION_BUDGET`](super::EXPLANATION_BUDGET) components, and what it reaches further is not listed.
     pub fixes_complete: bool,
     /// Sinks that fail again when this mechanism is removed from the plan.
     pub sinks: Vec<String>,
