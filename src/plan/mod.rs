@@ -63,8 +63,11 @@ pub const EXPLANATION_BUDGET: usize = 256;
 /// Which mechanisms the plan may use (`--allow`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Allowed {
+    /// Add a seal to a source that declares the key `sealable` ([`Kind::AddSeal`]).
     pub seal: bool,
+    /// Order a component by keys ([`Kind::KeyedOrder`]).
     pub keyed: bool,
+    /// Order a component globally ([`Kind::GlobalOrder`]).
     pub global: bool,
 }
 
@@ -81,9 +84,13 @@ impl Default for Allowed {
 /// How the planner searches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
+    /// Which sink verdicts the plan must repair (`--fail-on`).
     pub fail_on: FailOn,
+    /// Which mechanisms the plan may add (`--allow`).
     pub allowed: Allowed,
+    /// Above this many candidates the search is greedy (`--exact-limit`, at most 63).
     pub exact_limit: usize,
+    /// Analyses the exact search may run before the greedy plan is kept (`--exact-budget`).
     pub evaluation_budget: usize,
 }
 
@@ -99,6 +106,33 @@ impl Default for Options {
 }
 
 /// Plans the coordination for an analysed dataflow.
+///
+/// ```
+/// use blazes::check::{self, Outcome};
+/// use blazes::plan::{self, Kind, Status};
+///
+/// let spec = "
+/// sources:
+///   tweets: { sealable: [[batch]] }
+/// components:
+///   Count:
+///     paths:
+///       - { from: words, to: counts, label: OW, gate: [word, batch] }
+/// streams:
+///   - { from: tweets, to: Count.words }
+///   - { from: Count.counts, to: db }
+/// sinks:
+///   db: {}
+/// ";
+/// let report = check::check_bytes("count.yaml", spec.as_bytes(), &Default::default());
+/// let Outcome::Analysed(a) = &report.outcome else { panic!("a valid spec") };
+/// let p = plan::plan(&a.dataflow, &plan::Options::default());
+/// assert_eq!(p.status, Status::Repaired);
+/// // The cheapest fix: tweets punctuates each batch, and Count waits for the seal.
+/// assert_eq!(p.mechanisms[0].kind, Kind::AddSeal);
+/// assert_eq!(p.mechanisms[0].on, "tweets");
+/// assert_eq!(p.barriers[0].component, "Count");
+/// ```
 pub fn plan(df: &Dataflow, options: &Options) -> Plan {
     let mut ev = Evaluator::new(df, options.fail_on);
     let base = ev.analyze(&[]);

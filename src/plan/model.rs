@@ -59,6 +59,17 @@ impl Kind {
 
     /// The runtime's mechanism that enforces this kind once the plan is applied: an added
     /// seal is consumed by a seal barrier, an order by a keyed session or a sequencer.
+    ///
+    /// ```
+    /// use blazes::plan::Kind;
+    /// use blazes::runtime::Mechanism;
+    ///
+    /// assert_eq!(Kind::KeyedOrder.runtime(), Mechanism::KeyedOrdering);
+    /// assert_eq!(
+    ///     Kind::GlobalOrder.runtime().runtime_piece(),
+    ///     "runtime::sequencer::Sequencer"
+    /// );
+    /// ```
     pub fn runtime(self) -> runtime::Mechanism {
         match self {
             Kind::SealBarrier | Kind::AddSeal => runtime::Mechanism::SealBarrier,
