@@ -112,6 +112,8 @@ fn label_text(df: &Dataflow, l: Option<Label>) -> Option<String> {
     l.map(|l| l.display(&df.keys))
 }
 
+/// The seal barriers of analysis `a`, by component and input; `added` when `before` (the
+/// spec's own analysis) does not have them.
 pub(super) fn barrier_list(
     df: &Dataflow,
     a: &analysis::Analysis,
@@ -140,6 +142,7 @@ pub(super) fn barrier_list(
     out
 }
 
+/// What the runtime must provide for a chosen candidate, in a sentence.
 fn runtime_text(df: &Dataflow, cand: &Candidate) -> String {
     match cand.choice {
         Choice::AddSeal { source, key } if key == KeySet::EMPTY => format!(
@@ -182,6 +185,7 @@ fn names(df: &Dataflow, k: KeySet) -> Vec<String> {
     df.keys.names(k).into_iter().map(str::to_string).collect()
 }
 
+/// Each sink's label before the plan (`base`) and after it.
 pub(super) fn sink_outcomes(
     df: &Dataflow,
     base: &analysis::Analysis,
