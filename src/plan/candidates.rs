@@ -23,14 +23,7 @@ pub struct Candidate {
 impl Candidate {
     /// The kind of mechanism the candidate adds.
     pub fn kind(&self) -> Kind {
-        match self.choice {
-            Choice::AddSeal { .. } => Kind::AddSeal,
-            Choice::Order {
-                order: Order::Global,
-                ..
-            } => Kind::GlobalOrder,
-            Choice::Order { .. } => Kind::KeyedOrder,
-        }
+        self.choice.kind()
     }
 }
 

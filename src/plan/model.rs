@@ -19,6 +19,18 @@ pub enum Choice {
 }
 
 impl Choice {
+    /// The kind of mechanism the choice adds.
+    pub fn kind(self) -> Kind {
+        match self {
+            Choice::AddSeal { .. } => Kind::AddSeal,
+            Choice::Order {
+                order: Order::Global,
+                ..
+            } => Kind::GlobalOrder,
+            Choice::Order { .. } => Kind::KeyedOrder,
+        }
+    }
+
     /// Two choices on the same source or component cannot both be applied: a source has one
     /// seal, a component one order.
     pub fn conflicts(self, other: Choice) -> bool {
