@@ -175,3 +175,35 @@ pub fn generate(o: &GenOptions) -> String {
     out.push_str("sinks:\n  warehouse: {}\n");
     out
 }
+
+/// The planner's benchmark and test shape, a ring of `n` replicated readers (`n >= 1`):
+/// component `R{j}` writes clicks from sources `s{j}` and `s{j+1}` (CW) and answers reads
+/// `OR(id, campaign)` from `clients`. Every `s{j}` is sealable on `id` (compatible with the
+/// gate) and on `day` (not), so a seal fixes nothing alone: a reader is protected only when
+/// both of its sources seal. The planner has `3n` candidates (`n` seals, `n` keyed orders,
+/// `n` global orders), and the cheapest plan seals every source.
+///
+/// Shared by `benches/plan.rs` and `tests/plan.rs`; not part of the stable API.
+#[doc(hidden)]
+pub fn ring(n: usize) -> String {
+    let mut s = String::from("name: ring\nsources:\n  clients: {}\n");
+    for j in 0..n {
+        s.push_str(&format!("  s{j}: {{ sealable: [[id], [day]] }}\n"));
+    }
+    s.push_str("components:\n");
+    for j in 0..n {
+        s.push_str(&format!(
+            "  R{j}:\n    replicated: true\n    paths:\n      - {{ from: click, to: response, label: CW }}\n      - {{ from: request, to: response, label: OR, gate: [id, campaign] }}\n"
+        ));
+    }
+    s.push_str("streams:\n");
+    for j in 0..n {
+        s.push_str(&format!("  - {{ from: s{j}, to: R{j}.click }}\n"));
+        s.push_str(&format!(
+            "  - {{ from: s{}, to: R{j}.click }}\n",
+            (j + 1) % n
+        ));
+        s.push_str(&format!("  - {{ from: clients, to: R{j}.request }}\n"));
+    }
+    s
+}

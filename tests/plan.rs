@@ -4,7 +4,7 @@
 //! dearer than the cheapest combination brute force finds.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use blazes::check::{self, Outcome};
@@ -16,41 +16,13 @@ use blazes::graph::{CompId, Order, SourceId};
 use blazes::label::KeySet;
 use blazes::plan::labeling::{Checkpoint, Labeling};
 use blazes::plan::{self, Candidate, Choice, Evaluator, Kind, Plan, Status};
-use common::specgen;
+use common::{blazes, root, specgen, stderr, stdout, stem, yaml_files};
 use proptest::prelude::*;
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn blazes(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_blazes"))
-        .current_dir(root())
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run blazes")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 /// Every spec in `specs/`, as `specs/<name>.yaml`, sorted.
 fn specs() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(root().join("specs"))
-        .expect("specs/")
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".yaml"))
-        .map(|n| format!("specs/{n}"))
-        .collect();
-    v.sort();
+    let v = yaml_files("specs");
     assert!(v.len() >= 9, "specs/ holds the paper's examples");
     v
 }
@@ -66,14 +38,6 @@ fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("scratch dir");
     d
-}
-
-fn stem(spec: &str) -> String {
-    Path::new(spec)
-        .file_stem()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned()
 }
 
 /// The plan of one spec: the only entry of the document's `files`.
@@ -613,131 +577,12 @@ fn negative_controls_dropping_a_mechanism_and_a_dearer_plan_are_detected() {
 // ---------------------------------------------------------------------------------------
 // Random specs.
 
-/// A small deterministic generator (xorshift), so a failing seed reproduces exactly.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-    fn keys(&mut self) -> Vec<&'static str> {
-        let all = ["a", "b", "c"];
-        let mut v: Vec<&str> = all.iter().copied().filter(|_| self.chance(50)).collect();
-        if v.is_empty() {
-            v.push(all[self.below(3)]);
-        }
-        v
-    }
-}
-
-fn random_spec(seed: u64) -> String {
-    let mut r = Rng(seed | 1);
-    let mut s = String::from("sources:\n");
-    let n_src = 1 + r.below(3);
-    for i in 0..n_src {
-        let mut fields = Vec::new();
-        if r.chance(15) {
-            fields.push(format!("seal: [{}]", r.keys().join(", ")));
-        }
-        if r.chance(70) {
-            let n = 1 + r.below(2);
-            let ks: Vec<String> = (0..n)
-                .map(|_| format!("[{}]", r.keys().join(", ")))
-                .collect();
-            fields.push(format!("sealable: [{}]", ks.join(", ")));
-        }
-        s.push_str(&format!("  s{i}: {{ {} }}\n", fields.join(", ")));
-    }
-    s.push_str("components:\n");
-    let n_comp = 1 + r.below(4);
-    let mut outputs: Vec<String> = Vec::new();
-    let mut inputs: Vec<String> = Vec::new();
-    for c in 0..n_comp {
-        s.push_str(&format!("  C{c}:\n"));
-        if r.chance(40) {
-            s.push_str("    replicated: true\n");
-        }
-        if r.chance(10) {
-            s.push_str(&format!("    order: [{}]\n", r.keys().join(", ")));
-        }
-        s.push_str("    paths:\n");
-        let n_in = 1 + r.below(2);
-        let n_out = 1 + r.below(2);
-        let mut written = vec![false; n_out];
-        for i in 0..n_in {
-            let o = r.below(n_out);
-            written[o] = true;
-            let label = ["CR", "CW", "OR", "OW"][r.below(4)];
-            let gate = if label.starts_with('O') {
-                if r.chance(15) {
-                    ", gate: \"*\"".to_string()
-                } else {
-                    format!(", gate: [{}]", r.keys().join(", "))
-                }
-            } else {
-                String::new()
-            };
-            s.push_str(&format!(
-                "      - {{ from: i{i}, to: o{o}, label: {label}{gate} }}\n"
-            ));
-            inputs.push(format!("C{c}.i{i}"));
-        }
-        // An output exists only if a path writes it.
-        for (o, w) in written.iter().enumerate() {
-            if *w {
-                outputs.push(format!("C{c}.o{o}"));
-            }
-        }
-    }
-    s.push_str("streams:\n");
-    let mut used: Vec<String> = Vec::new();
-    for input in &inputs {
-        let n = 1 + r.below(2);
-        for _ in 0..n {
-            // Mostly sources and earlier outputs; sometimes any output (cycles).
-            let pick = r.below(n_src + outputs.len());
-            let from = if pick < n_src {
-                format!("s{pick}")
-            } else {
-                outputs[pick - n_src].clone()
-            };
-            s.push_str(&format!("  - {{ from: {from}, to: {input} }}\n"));
-            used.push(from);
-        }
-    }
-    s.push_str("sinks:\n");
-    let tolerances = ["Async", "Async", "Async", "Run", "Inst"];
-    let mut sinks = String::new();
-    let mut streams = String::new();
-    for (k, o) in outputs.iter().enumerate() {
-        if !used.contains(o) || r.chance(30) {
-            sinks.push_str(&format!(
-                "  k{k}: {{ tolerate: {} }}\n",
-                tolerances[r.below(tolerances.len())]
-            ));
-            streams.push_str(&format!("  - {{ from: {o}, to: k{k} }}\n"));
-        }
-    }
-    s.push_str(&sinks);
-    // Streams to sinks go with the other streams.
-    s.replace("sinks:\n", &format!("{streams}sinks:\n"))
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn random_specs_get_verified_irredundant_optimal_plans(seed in any::<u64>()) {
-        let text = random_spec(seed);
+        let text = specgen::seeded(seed);
         let Some(df) = dataflow(&text) else {
             return Err(TestCaseError::reject("generator produced an invalid spec"));
         };
@@ -755,7 +600,7 @@ proptest! {
 
     #[test]
     fn random_specs_apply_and_pass_check(seed in any::<u64>()) {
-        let text = random_spec(seed);
+        let text = specgen::seeded(seed);
         let report = check::check_bytes("t.yaml", text.as_bytes(), &Default::default());
         let Outcome::Analysed(a) = &report.outcome else {
             return Err(TestCaseError::reject("invalid"));
@@ -773,35 +618,10 @@ proptest! {
     }
 }
 
-/// A ring of replicated readers, each written by two sealable sources (as in the benchmark):
-/// 3n candidates.
-fn ring(n: usize) -> String {
-    let mut s = String::from("name: ring\nsources:\n  clients: {}\n");
-    for j in 0..n {
-        s.push_str(&format!("  s{j}: {{ sealable: [[id], [day]] }}\n"));
-    }
-    s.push_str("components:\n");
-    for j in 0..n {
-        s.push_str(&format!(
-            "  R{j}:\n    replicated: true\n    paths:\n      - {{ from: click, to: response, label: CW }}\n      - {{ from: request, to: response, label: OR, gate: [id, campaign] }}\n"
-        ));
-    }
-    s.push_str("streams:\n");
-    for j in 0..n {
-        s.push_str(&format!("  - {{ from: s{j}, to: R{j}.click }}\n"));
-        s.push_str(&format!(
-            "  - {{ from: s{}, to: R{j}.click }}\n",
-            (j + 1) % n
-        ));
-        s.push_str(&format!("  - {{ from: clients, to: R{j}.request }}\n"));
-    }
-    s
-}
-
 #[test]
 fn large_specs_use_the_greedy_search_and_say_so() {
     // Small ring: exact, and the optimum seals every source (a seal alone fixes nothing).
-    let df = dataflow(&ring(3)).unwrap();
+    let df = dataflow(&blazes::generator::ring(3)).unwrap();
     let p = plan::plan(&df, &plan::Options::default());
     assert_eq!(p.search.mode, plan::SearchMode::Exact);
     assert!(p.mechanisms.iter().all(|m| m.kind == Kind::AddSeal));
@@ -809,7 +629,7 @@ fn large_specs_use_the_greedy_search_and_say_so() {
     check_plan(&df, &plan::Options::default(), 9);
 
     // Past the exact limit: greedy, still verified and irredundant.
-    let df = dataflow(&ring(10)).unwrap();
+    let df = dataflow(&blazes::generator::ring(10)).unwrap();
     let p = plan::plan(&df, &plan::Options::default());
     assert_eq!(p.search.candidates, 30);
     assert_eq!(p.search.mode, plan::SearchMode::Greedy);
@@ -826,7 +646,7 @@ fn large_specs_use_the_greedy_search_and_say_so() {
     );
 
     // A tiny evaluation budget stops the exact search; the greedy plan is kept and labelled.
-    let df = dataflow(&ring(4)).unwrap();
+    let df = dataflow(&blazes::generator::ring(4)).unwrap();
     let tight = plan::Options {
         evaluation_budget: 5,
         ..Default::default()
@@ -1413,4 +1233,41 @@ fn apply_edits_json_in_json_syntax() {
     assert!(reread.is_some() && diags.is_empty(), "{diags:?}");
     assert!(serde_json::from_str::<Value>(yaml.trim_start_matches('\u{FEFF}')).is_err());
     assert_eq!(Syntax::of(&yaml), Syntax::Yaml);
+}
+
+/// The planner modules `text` names (`super::X`, `crate::plan::X`), as `line: X`.
+fn plan_modules_named(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        for prefix in ["super::", "crate::plan::"] {
+            for (i, _) in code.match_indices(prefix) {
+                let name: String = code[i + prefix.len()..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                found.push(format!("{}: {name}", n + 1));
+            }
+        }
+    }
+    found
+}
+
+/// ARCHITECTURE.md: the incremental labeling applies choices and keeps the score; it must not
+/// know candidates, costs or the search. Of the planner it may name only the model (`Choice`)
+/// and the score. Negative control: a reference to the search is found.
+#[test]
+fn labeling_knows_only_the_model_and_the_score() {
+    let allowed = |m: &str| m.ends_with(": model") || m.ends_with(": scoring");
+    let text = std::fs::read_to_string(root().join("src/plan/labeling.rs")).unwrap();
+    let named = plan_modules_named(&text);
+    assert!(!named.is_empty(), "labeling.rs names the model");
+    let bad: Vec<&String> = named.iter().filter(|m| !allowed(m)).collect();
+    assert!(bad.is_empty(), "src/plan/labeling.rs reaches into {bad:?}");
+    let control = "use super::model::Choice;\nuse super::search::greedy;\n";
+    let named = plan_modules_named(control);
+    assert_eq!(
+        named.iter().filter(|m| !allowed(m)).collect::<Vec<_>>(),
+        ["2: search"]
+    );
 }

@@ -403,11 +403,7 @@ fn the_mechanisms_on_the_unfixed_labels_contradict_the_plan() {
             panic!("{path} is valid")
         };
         let plan = blazes::plan::plan(&a.dataflow, &Default::default());
-        let old = to_dot(
-            &a.dataflow,
-            &a.analysis,
-            &blazes::render::mechanisms(&a.dataflow, &plan),
-        );
+        let old = to_dot(&a.dataflow, &a.analysis, &blazes::render::mechanisms(&plan));
         let e = agrees_with_plan(&old, &plan_json(path))
             .expect_err("the unfixed labels disagree with the plan");
         assert!(e.contains("the plan Async"), "{path}: {e}");

@@ -58,18 +58,18 @@ impl Edit {
 pub fn edits(plan: &Plan) -> Vec<Edit> {
     plan.mechanisms
         .iter()
-        .filter_map(|m| match m.choice {
-            Choice::AddSeal { .. } => Some(Edit::Seal {
-                source: m.source.clone()?,
+        .map(|m| match m.choice {
+            Choice::AddSeal { .. } => Edit::Seal {
+                source: m.on.clone(),
                 key: m.key.clone(),
-            }),
-            Choice::Order { order, .. } => Some(Edit::Order {
-                component: m.components.first()?.clone(),
+            },
+            Choice::Order { order, .. } => Edit::Order {
+                component: m.on.clone(),
                 key: match order {
                     Order::Global => None,
                     Order::Keys(_) => Some(m.key.clone()),
                 },
-            }),
+            },
         })
         .collect()
 }

@@ -29,7 +29,8 @@ use crate::analysis::{self, FailOn, PointKind};
 use crate::graph::{CompId, Consumer, Dataflow, IfaceId, Order, SinkId, SourceId, Vertex};
 use crate::label::{KeySet, Keys, Label, join_opt};
 
-use super::{Choice, Score};
+use super::model::Choice;
+use super::scoring::{Score, local_score};
 
 /// Borrowed labels, indexed like [`analysis::Labels`].
 pub struct LabelSlices<'a> {
@@ -138,7 +139,7 @@ impl Labeling {
             df,
         };
         for c in 0..me.df.components.len() {
-            let l = super::local_score(&me.df, CompId(c as u32), &me.iface, &me.stream);
+            let l = local_score(&me.df, CompId(c as u32), &me.iface, &me.stream);
             me.local[c] = l;
             me.score.1 += l.0 as usize;
             me.score.2 += l.1 as usize;
@@ -426,7 +427,7 @@ impl Labeling {
     }
 
     fn rederive_local(&mut self, c: CompId) {
-        let l = super::local_score(&self.df, c, &self.iface, &self.stream);
+        let l = local_score(&self.df, c, &self.iface, &self.stream);
         let old = self.local[c.index()];
         if l != old {
             self.log.push(Undo::Local(c.index() as u32, old));

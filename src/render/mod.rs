@@ -54,7 +54,7 @@ pub enum Drawn {
 
 /// The mechanisms of a coordination plan, as things to draw: the added seals and orders, and
 /// every seal barrier the runtime must provide once the plan is applied.
-pub fn mechanisms(df: &Dataflow, plan: &crate::plan::Plan) -> Vec<Drawn> {
+pub fn mechanisms(plan: &crate::plan::Plan) -> Vec<Drawn> {
     use crate::graph::Order as O;
     use crate::plan::Choice;
     // Key names come from the mechanism, not from `df.keys`: the planner interns the keys it
@@ -84,25 +84,14 @@ pub fn mechanisms(df: &Dataflow, plan: &crate::plan::Plan) -> Vec<Drawn> {
             },
         })
         .collect();
-    for b in &plan.barriers {
-        let Some(component) = df.component_by_name(&b.component) else {
-            continue;
-        };
-        let input = df
-            .component(component)
-            .inputs
-            .iter()
-            .copied()
-            .find(|&i| df.iface(i).name == b.input);
-        if let Some(input) = input {
-            out.push(Drawn::Barrier {
-                component,
-                input,
-                key: b.key.clone(),
-                added: b.added,
-            });
-        }
-    }
+    // The plan was made for this dataflow (or a copy with the plan's edits): its ids are
+    // this dataflow's.
+    out.extend(plan.barriers.iter().map(|b| Drawn::Barrier {
+        component: b.component_id,
+        input: b.input_id,
+        key: b.key.clone(),
+        added: b.added,
+    }));
     out
 }
 
@@ -239,7 +228,7 @@ pub fn to_dot(df: &Dataflow, an: &Analysis, drawn: &[Drawn]) -> String {
 pub fn plan_dot(df: &Dataflow, plan: &crate::plan::Plan, fail_on: FailOn) -> String {
     use crate::plan::Status;
     let (after_df, after) = crate::plan::apply::applied(df, plan, fail_on);
-    let drawn = mechanisms(&after_df, plan);
+    let drawn = mechanisms(plan);
     let n = plan.mechanisms.len();
     let caption = match plan.status {
         Status::Ok => "plan: nothing to coordinate".to_string(),

@@ -29,30 +29,6 @@ fn label(l: &Option<String>) -> &str {
     l.as_deref().unwrap_or("(no source reaches it)")
 }
 
-/// What a seal barrier does: buffer each partition of its key until every producer sealed
-/// it, or with the empty key (`seal: []`, a bounded stream) the whole stream until every
-/// producer finished it.
-pub fn buffers(key: &[String], producers: &[String]) -> String {
-    let producers = producers_text(producers);
-    if key.is_empty() {
-        format!("buffers the whole stream until {producers} finished it")
-    } else {
-        format!(
-            "buffers each [{}] partition until {producers} sealed it",
-            key.join(", ")
-        )
-    }
-}
-
-/// Who a seal barrier waits for.
-pub fn producers_text(producers: &[String]) -> String {
-    if producers.is_empty() {
-        "its producer".to_string()
-    } else {
-        producers.join(" and ")
-    }
-}
-
 fn list(items: &[String]) -> String {
     items.join(", ")
 }
@@ -119,10 +95,10 @@ pub fn render(path: &str, plan: &Plan) -> String {
     for b in &plan.barriers {
         s.push_str(&format!(
             "  {:<13} {}.{} {} (cost {}, {})\n",
-            "seal-barrier",
+            Kind::SealBarrier.as_str(),
             b.component,
             b.input,
-            buffers(&b.key, &b.producers),
+            b.buffers(),
             b.cost,
             if b.added {
                 "added by the plan"

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::format::{Format, PlanWrite, Planned, Settings};
 use crate::diagnostic::{Diagnostic, LineIndex, Severity};
-use crate::plan::{Plan, PointRef};
+use crate::plan::{Kind, Plan, PointRef};
 
 pub const VERSION: u32 = 2;
 
@@ -146,7 +146,7 @@ pub fn file_value(f: &PlannedFile) -> Value {
         .collect();
     mechanisms.extend(plan.barriers.iter().map(|b| {
         json!({
-            "kind": "seal-barrier",
+            "kind": Kind::SealBarrier.as_str(),
             "component": b.component,
             "components": [b.component],
             "input": b.input,
@@ -159,22 +159,7 @@ pub fn file_value(f: &PlannedFile) -> Value {
             "fixes": [],
             "fixes_complete": true,
             "sinks": [],
-            "runtime": if b.key.is_empty() {
-                format!(
-                    "{} buffers the whole stream on input `{}` until {} finished it",
-                    b.component,
-                    b.input,
-                    crate::report::plan_human::producers_text(&b.producers)
-                )
-            } else {
-                format!(
-                    "{} buffers each partition of `{}` on input `{}` until {} sealed it",
-                    b.component,
-                    b.key.join(", "),
-                    b.input,
-                    crate::report::plan_human::producers_text(&b.producers)
-                )
-            },
+            "runtime": b.runtime(),
         })
     }));
     json!({

@@ -1,8 +1,12 @@
-//! A random spec generator for property tests: small dataflows with cycles, seals, gates,
-//! replication and orders, written out as YAML in any order of components and streams.
+//! The random spec generators of the tests: [`spec`], a proptest strategy for small dataflows
+//! with cycles, seals, gates, replication and orders, written out as YAML in any order of
+//! components and streams; and [`seeded`], a planner's spec (sealable sources, sinks of every
+//! tolerance) from a seed of the shared [`Rng`].
 #![allow(dead_code)]
 
 use proptest::prelude::*;
+
+use super::rng::Rng;
 
 #[derive(Clone, Debug)]
 pub struct GenPath {
@@ -202,4 +206,111 @@ impl GenSpec {
 
 fn names(k: &[usize]) -> String {
     k.iter().map(|&i| ATTRS[i]).collect::<Vec<_>>().join(", ")
+}
+
+/// A spec for the planner from a seed: up to three sources, most of them `sealable` (some
+/// sealed), up to four components with gates (sometimes `*`), existing orders and
+/// replication, streams that sometimes close cycles, and sinks of every tolerance on the
+/// outputs. The same seed gives the same text.
+pub fn seeded(seed: u64) -> String {
+    let mut r = Rng(seed);
+    let mut s = String::from("sources:\n");
+    let n_src = 1 + r.below(3);
+    for i in 0..n_src {
+        let mut fields = Vec::new();
+        if r.chance(15) {
+            fields.push(format!("seal: [{}]", plan_keys(&mut r).join(", ")));
+        }
+        if r.chance(70) {
+            let n = 1 + r.below(2);
+            let ks: Vec<String> = (0..n)
+                .map(|_| format!("[{}]", plan_keys(&mut r).join(", ")))
+                .collect();
+            fields.push(format!("sealable: [{}]", ks.join(", ")));
+        }
+        s.push_str(&format!("  s{i}: {{ {} }}\n", fields.join(", ")));
+    }
+    s.push_str("components:\n");
+    let n_comp = 1 + r.below(4);
+    let mut outputs: Vec<String> = Vec::new();
+    let mut inputs: Vec<String> = Vec::new();
+    for c in 0..n_comp {
+        s.push_str(&format!("  C{c}:\n"));
+        if r.chance(40) {
+            s.push_str("    replicated: true\n");
+        }
+        if r.chance(10) {
+            s.push_str(&format!("    order: [{}]\n", plan_keys(&mut r).join(", ")));
+        }
+        s.push_str("    paths:\n");
+        let n_in = 1 + r.below(2);
+        let n_out = 1 + r.below(2);
+        let mut written = vec![false; n_out];
+        for i in 0..n_in {
+            let o = r.below(n_out);
+            written[o] = true;
+            let label = ["CR", "CW", "OR", "OW"][r.below(4)];
+            let gate = if label.starts_with('O') {
+                if r.chance(15) {
+                    ", gate: \"*\"".to_string()
+                } else {
+                    format!(", gate: [{}]", plan_keys(&mut r).join(", "))
+                }
+            } else {
+                String::new()
+            };
+            s.push_str(&format!(
+                "      - {{ from: i{i}, to: o{o}, label: {label}{gate} }}\n"
+            ));
+            inputs.push(format!("C{c}.i{i}"));
+        }
+        // An output exists only if a path writes it.
+        for (o, w) in written.iter().enumerate() {
+            if *w {
+                outputs.push(format!("C{c}.o{o}"));
+            }
+        }
+    }
+    s.push_str("streams:\n");
+    let mut used: Vec<String> = Vec::new();
+    for input in &inputs {
+        let n = 1 + r.below(2);
+        for _ in 0..n {
+            // Mostly sources and earlier outputs; sometimes any output (cycles).
+            let pick = r.below(n_src + outputs.len());
+            let from = if pick < n_src {
+                format!("s{pick}")
+            } else {
+                outputs[pick - n_src].clone()
+            };
+            s.push_str(&format!("  - {{ from: {from}, to: {input} }}\n"));
+            used.push(from);
+        }
+    }
+    s.push_str("sinks:\n");
+    let tolerances = ["Async", "Async", "Async", "Run", "Inst"];
+    let mut sinks = String::new();
+    let mut streams = String::new();
+    for (k, o) in outputs.iter().enumerate() {
+        if !used.contains(o) || r.chance(30) {
+            sinks.push_str(&format!(
+                "  k{k}: {{ tolerate: {} }}\n",
+                tolerances[r.below(tolerances.len())]
+            ));
+            streams.push_str(&format!("  - {{ from: {o}, to: k{k} }}\n"));
+        }
+    }
+    s.push_str(&sinks);
+    // Streams to sinks go with the other streams.
+    s.replace("sinks:\n", &format!("{streams}sinks:\n"))
+}
+
+/// One to three of the attributes `a`, `b`, `c`.
+fn plan_keys(r: &mut Rng) -> Vec<&'static str> {
+    let all = ["a", "b", "c"];
+    let mut v: Vec<&str> = all.iter().copied().filter(|_| r.chance(50)).collect();
+    if v.is_empty() {
+        v.push(all[r.below(3)]);
+    }
+    v
 }

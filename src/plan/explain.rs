@@ -1,0 +1,400 @@
+//! What the plan says about itself: the long explanation of `blazes explain plan`
+//! ([`EXPLAIN`]), why each mechanism is there (the points of order and sinks that come back
+//! without it), the runtime's part of each mechanism, the seal barriers, the sinks before and
+//! after, and why a sink cannot be repaired. This is where ids become names.
+
+use std::collections::BTreeSet;
+
+use crate::analysis::{self, PointKind};
+use crate::graph::{CompId, Dataflow, IfaceId, Order};
+use crate::label::{Gate, KeySet, Label};
+
+use super::candidates::Candidate;
+use super::cost::producers_of;
+use super::evaluator::Evaluator;
+use super::labeling::Labeling;
+use super::model::{Barrier, Choice, Kind, Mechanism, PointRef, Reason, SinkOutcome};
+use super::search::apply_all;
+use super::{EXPLANATION_BUDGET, Options};
+
+/// The long explanation printed by `blazes explain plan`.
+pub const EXPLAIN: &str = "\
+blazes plan: coordination synthesis
+
+`blazes plan SPEC` finds the cheapest set of coordination mechanisms that makes every sink
+meet its tolerance (`sinks.<name>.tolerate`, and `--fail-on`), and `--apply OUT.yaml` writes
+them into a copy of the spec (`seal:` on sources, `order:` on components).
+
+Mechanisms and their costs (abstract units; the plan minimises the sum over the mechanisms
+it adds):
+
+  seal-barrier   a compatible seal already reaches an order-sensitive path; the consumer
+                 buffers each partition until every producer has sealed it. Not a choice,
+                 but the runtime must provide it: listed with cost = number of producers
+                 it waits for (at least 1), reported apart from the plan's cost.
+  add-seal       a source that declares `sealable: [[k...]]` punctuates on key K.
+                 cost = 2 + number of components where the seal is consumed by a seal
+                 barrier (K reaches them through confluent paths and K is within the gate).
+                 One seal can fix several points of order.
+  keyed-order    `order: [keys]` on a component, keys within the gate of every point of
+                 order it fixes. It replaces an existing keyed order, so its keys also lie
+                 within every gate the existing order covers.
+                 More keys means more partitions, each ordered independently, so it is
+                 cheaper: cost = 4 + 6 / |keys| (integer division): 10 for one key, 7 for
+                 two, 6 for three, 5 for four to six, 4 from seven. The planner proposes the
+                 largest key set within all gates (the finest partitioning). Impossible for
+                 the gate `*`.
+  global-order   `order: global`: one total order (a sequencer or replicated log) over all
+                 of the component's inputs. cost = 12 + 2 x producers, producers = streams
+                 feeding the component (an input no stream feeds counts as one). Always
+                 dearer than any keyed order.
+
+Algorithm:
+  1. Analyse the spec. If no sink fails, the status is `ok` and the plan lists the seal
+     barriers only.
+  2. Candidates: an add-seal for every sealable key of every source without a seal whose
+     key reaches (through confluent paths, ignoring joins) an input of a point of order
+     whose gate contains it; a keyed order (intersection of the gates of the component's
+     points of order, and each single gate) and a global order for every component with an
+     order-sensitive point of order. Candidates on the same component (or source) exclude
+     each other.
+  3. Upper bound: apply every candidate at once (the strongest order per component, the
+     intersection of the keys per source). If a sink still fails, nothing in reach can fix
+     it: the status is `unrepairable`, with each failing sink and the points of order that
+     remain.
+  4. Search: with at most 24 candidates, branch and bound over include/exclude decisions
+     (cheapest first; prune when the cost reaches the best plan found, when the cost plus
+     the cheapest remaining candidate does, or when applying every remaining candidate
+     still fails a sink), seeded with the greedy plan. It is exact: no cheaper combination
+     of candidates exists. Above 24 candidates, or past 20000 analyses, the plan is greedy:
+     repeatedly add the candidate with the best (repaired sinks; removed points of order
+     plus newly sealed streams into them) per unit of cost (lazily: earlier gains serve as
+     estimates), once from nothing and once from every source's cheapest seal, and keep the
+     cheaper. The output says which search was used. Each evaluation re-derives only the
+     labels downstream of the change (an incremental analysis, checked against the full
+     one in the tests), so the greedy search scales to generated fleets of 100k components.
+  5. Irredundancy: drop every mechanism whose removal keeps every sink safe (a no-op for
+     an exact plan). For each kept mechanism the plan reports the points of order and the
+     sinks that fail again without it: that is why it is there. The removal is followed
+     through at most 256 components; where it reaches further (a cycle through most of a
+     fleet), the list is marked incomplete ('and possibly more'; `fixes_complete: false`).
+  6. Verification: the final analysis runs with the plan applied; its seal barriers are
+     listed for the runtime.
+
+Exit status: 0 when the spec is ok or the plan repairs it, 1 when it is unrepairable, 2 when
+the spec is invalid or the output cannot be written.
+";
+
+/// A point of order by name; `iface` holds the labels of the state it was found in (the
+/// input's label and the component's order tell an unordered write from a written `Inst`).
+pub(super) fn point_ref(
+    df: &Dataflow,
+    iface: &[Option<Label>],
+    component: CompId,
+    path: usize,
+    kind: PointKind,
+) -> PointRef {
+    let c = df.component(component);
+    let path = &c.paths[path];
+    let input = iface[path.input.index()].unwrap_or(Label::Async);
+    PointRef {
+        component: c.name.clone(),
+        input: df.iface(path.input).name.clone(),
+        output: df.iface(path.output).name.clone(),
+        annotation: path.annotation.as_str(),
+        gate: path.gate.map(|g| g.names(&df.keys)).unwrap_or_default(),
+        kind: analysis::point_code(c, path, kind, input, &df.keys).name,
+    }
+}
+
+/// A label as reports print it; `None` when no source reaches the stream.
+fn label_text(df: &Dataflow, l: Option<Label>) -> Option<String> {
+    l.map(|l| l.display(&df.keys))
+}
+
+/// The seal barriers of analysis `a`, by component and input; `added` when `before` (the
+/// spec's own analysis) does not have them.
+pub(super) fn barrier_list(
+    df: &Dataflow,
+    a: &analysis::Analysis,
+    before: &analysis::Analysis,
+) -> Vec<Barrier> {
+    let existing: BTreeSet<(CompId, IfaceId, KeySet)> = before
+        .barriers
+        .iter()
+        .map(|b| (b.component, b.input, b.key))
+        .collect();
+    let mut out: Vec<Barrier> = a
+        .barriers
+        .iter()
+        .map(|b| Barrier {
+            component_id: b.component,
+            input_id: b.input,
+            component: df.component(b.component).name.clone(),
+            input: df.iface(b.input).name.clone(),
+            key: names(df, b.key),
+            producers: b.producers.clone(),
+            cost: b.producers.len().max(1) as u32,
+            added: !existing.contains(&(b.component, b.input, b.key)),
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.component, &a.input).cmp(&(&b.component, &b.input)));
+    out
+}
+
+/// What the runtime must provide for a chosen candidate, in a sentence.
+fn runtime_text(df: &Dataflow, cand: &Candidate) -> String {
+    match cand.choice {
+        Choice::AddSeal { source, key } if key == KeySet::EMPTY => format!(
+            "source `{}` marks the end of its stream; {} buffer{} the whole stream until it has ended (a seal barrier)",
+            df.sources[source.index()].name,
+            cand.consumers.join(", "),
+            if cand.consumers.len() == 1 { "s" } else { "" },
+        ),
+        Choice::AddSeal { source, key } => format!(
+            "source `{}` punctuates every `{}` partition; {} buffer{} each partition until it is sealed (a seal barrier)",
+            df.sources[source.index()].name,
+            df.keys.display(key),
+            cand.consumers.join(", "),
+            if cand.consumers.len() == 1 { "s" } else { "" },
+        ),
+        Choice::Order {
+            component,
+            order: Order::Keys(k),
+        } => format!(
+            "one durable order per ({}) partition of {}'s inputs (keyed sessions with leases, or a partitioned log)",
+            df.keys.display(k),
+            df.component(component).name
+        ),
+        Choice::Order { component, .. } => {
+            let n = producers_of(df, component);
+            format!(
+                "one durable total order of the {} into {} (a sequencer or replicated log)",
+                if n == 1 {
+                    "producer stream".to_string()
+                } else {
+                    format!("{n} producer streams")
+                },
+                df.component(component).name
+            )
+        }
+    }
+}
+
+fn names(df: &Dataflow, k: KeySet) -> Vec<String> {
+    df.keys.names(k).into_iter().map(str::to_string).collect()
+}
+
+/// Each sink's label before the plan (`base`) and after it.
+pub(super) fn sink_outcomes(
+    df: &Dataflow,
+    base: &analysis::Analysis,
+    after: &analysis::Analysis,
+) -> Vec<SinkOutcome> {
+    df.sinks
+        .iter()
+        .enumerate()
+        .map(|(i, s)| SinkOutcome {
+            name: s.name.clone(),
+            tolerate: s.tolerance().as_str(),
+            before: label_text(df, base.sinks[i].label),
+            after: label_text(df, after.sinks[i].label),
+            failing_before: base.sinks[i].failing,
+            failing_after: after.sinks[i].failing,
+        })
+        .collect()
+}
+
+/// Why each sink still fails with every candidate applied.
+pub(super) enum Why {
+    NoCandidate,
+    Conflicts,
+    Bound,
+}
+
+pub(super) fn reasons(
+    df: &Dataflow,
+    after: &analysis::Analysis,
+    options: &Options,
+    why: Why,
+) -> Vec<Reason> {
+    let points: Vec<PointRef> = after
+        .points
+        .iter()
+        .map(|p| point_ref(df, &after.labels.iface, p.component, p.path, p.kind))
+        .collect();
+    let a = options.allowed;
+    let mut disallowed = Vec::new();
+    if !a.seal {
+        disallowed.push(Kind::AddSeal.as_str());
+    }
+    if !a.keyed {
+        disallowed.push(Kind::KeyedOrder.as_str());
+    }
+    if !a.global {
+        disallowed.push(Kind::GlobalOrder.as_str());
+    }
+    after
+        .sinks
+        .iter()
+        .filter(|v| v.failing)
+        .map(|v| {
+            let sink = &df.sinks[v.sink.index()];
+            let label = label_text(df, v.label).unwrap_or_default();
+            let mut message = match why {
+                Why::NoCandidate => format!(
+                    "no allowed mechanism applies to the points of order behind `{}`",
+                    sink.name
+                ),
+                Why::Conflicts => format!(
+                    "no combination of candidates repairs `{}`: it would need two seals of one source or two keyed orders of one component at once, and a keyed order by the keys they share would be no keyed order at all",
+                    sink.name
+                ),
+                Why::Bound => format!(
+                    "with every candidate mechanism applied, `{}` still receives {label}, worse than it tolerates ({})",
+                    sink.name,
+                    sink.tolerance().as_str()
+                ),
+            };
+            if !disallowed.is_empty() {
+                message.push_str(&format!(
+                    "; not allowed by --allow: {}",
+                    disallowed.join(", ")
+                ));
+            }
+            let star = after.points.iter().any(|p| {
+                let path = &df.component(p.component).paths[p.path];
+                path.gate == Some(Gate::Star)
+            });
+            if star && !a.global {
+                message.push_str("; a gate `*` can only be fixed by a global order");
+            }
+            Reason {
+                sink: sink.name.clone(),
+                label,
+                tolerate: sink.tolerance().as_str(),
+                message,
+                points: points.clone(),
+            }
+        })
+        .collect()
+}
+
+/// The chosen mechanisms, named and explained: for each, what comes back when it alone is
+/// removed from the plan (`after` is the full analysis with every choice applied). Only the
+/// components the removal re-derives can change, so only they are looked at, and at most
+/// [`EXPLANATION_BUDGET`] of them. Sorted as reports list them.
+pub(super) fn mechanisms(
+    ev: &Evaluator,
+    lab: &mut Labeling,
+    cands: &[Candidate],
+    chosen: &[usize],
+    after: &analysis::Analysis,
+) -> Vec<Mechanism> {
+    let after_points: BTreeSet<PointRef> = after
+        .points
+        .iter()
+        .map(|p| {
+            point_ref(
+                ev.dataflow(),
+                &after.labels.iface,
+                p.component,
+                p.path,
+                p.kind,
+            )
+        })
+        .collect();
+    let choices: Vec<Choice> = chosen.iter().map(|&i| cands[i].choice).collect();
+    let mut mechanisms = Vec::new();
+    let with_plan = lab.checkpoint();
+    apply_all(lab, &choices);
+    for &i in chosen {
+        let cp = lab.checkpoint();
+        let complete = lab.revert_within(cands[i].choice, EXPLANATION_BUDGET);
+        let fixes: Vec<PointRef> = lab
+            .touched_since(&cp)
+            .into_iter()
+            .flat_map(|c| {
+                lab.points_of(c)
+                    .into_iter()
+                    .map(move |(path, kind)| (c, path, kind))
+            })
+            .map(|(c, path, kind)| point_ref(lab.dataflow(), lab.labels().iface, c, path, kind))
+            .filter(|p| !after_points.contains(p))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let failing: BTreeSet<String> = lab
+            .failing_sinks_since(&cp)
+            .into_iter()
+            .map(|k| ev.dataflow().sinks[k.index()].name.clone())
+            .collect();
+        lab.rollback(cp);
+        mechanisms.push(mechanism(
+            ev,
+            &cands[i],
+            fixes,
+            complete,
+            failing.into_iter().collect(),
+        ));
+    }
+    lab.rollback(with_plan);
+    lab.set_exact(true);
+    mechanisms.sort_by(|a, b| {
+        (a.kind, &a.source, &a.components, &a.key).cmp(&(b.kind, &b.source, &b.components, &b.key))
+    });
+    mechanisms
+}
+
+/// One chosen candidate as the plan reports it.
+fn mechanism(
+    ev: &Evaluator,
+    cand: &Candidate,
+    fixes: Vec<PointRef>,
+    fixes_complete: bool,
+    sinks: Vec<String>,
+) -> Mechanism {
+    let d = ev.dataflow();
+    let (components, source, on, key, replaces) = match cand.choice {
+        Choice::AddSeal { source, key } => {
+            let name = d.sources[source.index()].name.clone();
+            (
+                cand.consumers.clone(),
+                Some(name.clone()),
+                name,
+                names(d, key),
+                None,
+            )
+        }
+        Choice::Order { component, order } => {
+            let name = d.component(component).name.clone();
+            (
+                vec![name.clone()],
+                None,
+                name,
+                match order {
+                    Order::Keys(k) => names(d, k),
+                    Order::Global => Vec::new(),
+                },
+                match ev.base_order(component) {
+                    Some(Order::Keys(k)) => Some(names(d, k)),
+                    _ => None,
+                },
+            )
+        }
+    };
+    Mechanism {
+        kind: cand.kind(),
+        choice: cand.choice,
+        components,
+        source,
+        on,
+        key,
+        replaces,
+        cost: cand.cost,
+        fixes,
+        fixes_complete,
+        sinks,
+        runtime: runtime_text(d, cand),
+    }
+}

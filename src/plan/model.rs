@@ -1,0 +1,295 @@
+//! The plan as reports see it: what the planner decided ([`Plan`], [`Mechanism`], [`Barrier`],
+//! [`Reason`], [`SinkOutcome`]) and the vocabulary it is written in ([`Choice`], [`Kind`],
+//! [`Status`], [`SearchMode`]).
+//!
+//! Ids ([`Choice`]'s, [`Barrier::component_id`]) refer to the dataflow the plan was made for;
+//! names are those the reports print. Key names are kept as text because the planner interns
+//! the key sets it invents (the intersection of two gates) in its own copy of the key table,
+//! so their `KeySet`s mean nothing in the caller's dataflow.
+
+use crate::graph::{CompId, IfaceId, Order, SourceId};
+use crate::label::KeySet;
+use crate::runtime;
+
+/// One change to the dataflow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    AddSeal { source: SourceId, key: KeySet },
+    Order { component: CompId, order: Order },
+}
+
+impl Choice {
+    /// The kind of mechanism the choice adds.
+    pub fn kind(self) -> Kind {
+        match self {
+            Choice::AddSeal { .. } => Kind::AddSeal,
+            Choice::Order {
+                order: Order::Global,
+                ..
+            } => Kind::GlobalOrder,
+            Choice::Order { .. } => Kind::KeyedOrder,
+        }
+    }
+
+    /// Two choices on the same source or component cannot both be applied: a source has one
+    /// seal, a component one order.
+    pub fn conflicts(self, other: Choice) -> bool {
+        match (self, other) {
+            (Choice::AddSeal { source: a, .. }, Choice::AddSeal { source: b, .. }) => a == b,
+            (Choice::Order { component: a, .. }, Choice::Order { component: b, .. }) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// The kinds of coordination mechanism: the one description every plan format prints
+/// ([`Kind::as_str`]) and the runtime piece that provides each ([`Kind::runtime`]). Declared
+/// in the order reports list them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// A seal already reaches an order-sensitive path: the consumer buffers each partition
+    /// until every producer sealed it. Not a choice: the runtime must provide it.
+    SealBarrier,
+    /// `seal:` on a source that declares the key sealable.
+    AddSeal,
+    /// `order: [keys]` on a component.
+    KeyedOrder,
+    /// `order: global` on a component.
+    GlobalOrder,
+}
+
+impl Kind {
+    /// The kind's name in every plan format and in `--allow`'s messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::SealBarrier => "seal-barrier",
+            Kind::AddSeal => "add-seal",
+            Kind::KeyedOrder => "keyed-order",
+            Kind::GlobalOrder => "global-order",
+        }
+    }
+
+    /// The runtime's mechanism that enforces this kind once the plan is applied: an added
+    /// seal is consumed by a seal barrier, an order by a keyed session or a sequencer.
+    ///
+    /// ```
+    /// use blazes::plan::Kind;
+    /// use blazes::runtime::Mechanism;
+    ///
+    /// assert_eq!(Kind::KeyedOrder.runtime(), Mechanism::KeyedOrdering);
+    /// assert_eq!(
+    ///     Kind::GlobalOrder.runtime().runtime_piece(),
+    ///     "runtime::sequencer::Sequencer"
+    /// );
+    /// ```
+    pub fn runtime(self) -> runtime::Mechanism {
+        match self {
+            Kind::SealBarrier | Kind::AddSeal => runtime::Mechanism::SealBarrier,
+            Kind::KeyedOrder => runtime::Mechanism::KeyedOrdering,
+            Kind::GlobalOrder => runtime::Mechanism::GlobalOrdering,
+        }
+    }
+}
+
+/// A point of order, by name, as the reports show it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PointRef {
+    pub component: String,
+    pub input: String,
+    pub output: String,
+    pub annotation: &'static str,
+    pub gate: Vec<String>,
+    pub kind: &'static str,
+}
+
+/// A mechanism the plan adds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mechanism {
+    pub kind: Kind,
+    pub choice: Choice,
+    /// Where it takes effect: the ordered component, or for an add-seal the components
+    /// that consume the seal.
+    pub components: Vec<String>,
+    pub source: Option<String>,
+    /// What `--apply` writes the mechanism on: the source of an add-seal, the ordered
+    /// component of an order.
+    pub on: String,
+    /// Sorted by name; empty for a global order.
+    pub key: Vec<String>,
+    /// For an order: the keys of the component's existing keyed order, which this one
+    /// replaces (sorted by name); `None` when the component had no order.
+    pub replaces: Option<Vec<String>>,
+    pub cost: u32,
+    /// Points of order that come back when this mechanism is removed from the plan.
+    pub fixes: Vec<PointRef>,
+    /// Whether `fixes` and `sinks` are all of them: the removal is followed through at most
+    /// [`EXPLANATION_BUDGET`](super::EXPLANATION_BUDGET) components, and what it reaches further is not listed.
+    pub fixes_complete: bool,
+    /// Sinks that fail again when this mechanism is removed from the plan.
+    pub sinks: Vec<String>,
+    pub runtime: String,
+}
+
+/// A seal barrier the runtime must provide once the plan is applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Barrier {
+    /// The consuming component, in the planned dataflow.
+    pub component_id: CompId,
+    /// The consuming input, in the planned dataflow.
+    pub input_id: IfaceId,
+    pub component: String,
+    pub input: String,
+    pub key: Vec<String>,
+    pub producers: Vec<String>,
+    pub cost: u32,
+    /// Introduced by the plan (an added seal), rather than present in the spec.
+    pub added: bool,
+}
+
+impl Barrier {
+    /// What the barrier does, as the human report says it after `component.input`.
+    pub fn buffers(&self) -> String {
+        self.prose(false)
+    }
+
+    /// What the runtime must provide, as a sentence naming the component and its input.
+    pub fn runtime(&self) -> String {
+        self.prose(true)
+    }
+
+    /// The one wording of a barrier: buffer each partition of its key until every producer
+    /// sealed it, or with the empty key (`seal: []`, a bounded stream) the whole stream until
+    /// every producer finished it. `located` names the component and its input.
+    fn prose(&self, located: bool) -> String {
+        let producers = if self.producers.is_empty() {
+            "its producer".to_string()
+        } else {
+            self.producers.join(" and ")
+        };
+        let (what, done) = match (self.key.is_empty(), located) {
+            (true, _) => ("the whole stream".to_string(), "finished"),
+            (false, false) => (
+                format!("each [{}] partition", self.key.join(", ")),
+                "sealed",
+            ),
+            (false, true) => (
+                format!("each partition of `{}`", self.key.join(", ")),
+                "sealed",
+            ),
+        };
+        if located {
+            format!(
+                "{} buffers {what} on input `{}` until {producers} {done} it",
+                self.component, self.input
+            )
+        } else {
+            format!("buffers {what} until {producers} {done} it")
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    Repaired,
+    Unrepairable,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Repaired => "repaired",
+            Status::Unrepairable => "unrepairable",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SearchMode {
+    /// Nothing to search: the spec is ok, or no candidate could help.
+    None,
+    Exact,
+    /// Greedy, because there were more candidates than the exact limit.
+    Greedy,
+    /// Greedy, because the exact search ran out of its evaluation budget.
+    GreedyBudget,
+}
+
+impl SearchMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::None => "none",
+            SearchMode::Exact => "exact",
+            SearchMode::Greedy | SearchMode::GreedyBudget => "greedy",
+        }
+    }
+
+    pub fn describe(self, limit: usize, budget: usize) -> String {
+        match self {
+            SearchMode::None => "no search needed".to_string(),
+            SearchMode::Exact => "exact (branch and bound)".to_string(),
+            SearchMode::Greedy => {
+                format!("greedy (more than {limit} candidates; --exact-limit raises it)")
+            }
+            SearchMode::GreedyBudget => format!(
+                "greedy (the exact search stopped after {budget} analyses; --exact-budget raises it)"
+            ),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Search {
+    pub mode: SearchMode,
+    pub candidates: usize,
+    pub evaluations: usize,
+    pub exact_limit: usize,
+    pub budget: usize,
+}
+
+/// Why a sink cannot be repaired.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reason {
+    pub sink: String,
+    /// The sink's label with every candidate applied.
+    pub label: String,
+    pub tolerate: &'static str,
+    pub message: String,
+    /// Points of order that remain with every candidate applied.
+    pub points: Vec<PointRef>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SinkOutcome {
+    pub name: String,
+    pub tolerate: &'static str,
+    /// `None` when no source reaches the sink.
+    pub before: Option<String>,
+    pub after: Option<String>,
+    pub failing_before: bool,
+    pub failing_after: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub name: String,
+    pub status: Status,
+    pub search: Search,
+    /// Added mechanisms: add-seals, then keyed orders, then global orders, each by name.
+    pub mechanisms: Vec<Mechanism>,
+    /// Seal barriers with the plan applied, by component and input.
+    pub barriers: Vec<Barrier>,
+    pub reasons: Vec<Reason>,
+    pub sinks: Vec<SinkOutcome>,
+    /// Sum of the added mechanisms' costs: what the search minimises.
+    pub cost: u32,
+    pub barrier_cost: u32,
+}
+
+impl Plan {
+    /// The choices to write into the spec.
+    pub fn choices(&self) -> Vec<Choice> {
+        self.mechanisms.iter().map(|m| m.choice).collect()
+    }
+}
