@@ -106,7 +106,7 @@ fn point_json(p: &PointRef) -> Value {
         "component": p.component,
         "input": p.input,
         "output": p.output,
-        "label": p.annotation,
+        "annotation": p.annotation,
         "gate": p.gate,
         "kind": p.kind,
     })

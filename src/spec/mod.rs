@@ -591,11 +591,7 @@ impl Validator<'_> {
                 format!(
                     "{what} lists {} {}, more than the limit of {} per list",
                     items.len(),
-                    if items.len() == 1 {
-                        "attribute"
-                    } else {
-                        "attributes"
-                    },
+                    crate::vocabulary::noun(items.len(), "attribute", "attributes"),
                     self.limits.max_attributes
                 ),
                 "--max-attributes",

@@ -94,7 +94,7 @@ impl<T> Part<T> {
                 format!(
                     "the spec declares {} {}, more than the limit of {limit}",
                     self.count,
-                    if self.count == 1 { one } else { many }
+                    crate::vocabulary::noun(self.count, one, many)
                 ),
                 flag,
             );

@@ -135,8 +135,5 @@ impl Notes<'_> {
 
 /// A path's annotation as the messages write it: `OW(batch, word)`, `CW`.
 fn path_desc(df: &Dataflow, p: &Path) -> String {
-    match p.gate {
-        Some(g) => format!("{}({})", p.annotation.as_str(), g.display(&df.keys)),
-        None => p.annotation.as_str().to_string(),
-    }
+    crate::vocabulary::signature(p.annotation, p.gate, &df.keys)
 }
