@@ -355,24 +355,27 @@ fn the_unsafe_sink_message_names_the_tolerance_that_failed_it() {
     );
 }
 
+// One snapshot per spec and format (`insta::glob!`), each its own report when it changes.
 #[test]
 fn human_output_of_every_spec() {
-    for path in yaml_files("specs") {
+    insta::glob!("../specs", "*.yaml", |p| {
+        let path = relative(p);
         let o = blazes(&["check", &path]);
         assert!(o.status.code().unwrap() < 2, "{path} is a valid spec");
-        insta::assert_snapshot!(format!("human-{}", stem(&path)), stdout(&o));
-    }
+        insta::assert_snapshot!("human", stdout(&o));
+    });
 }
 
 #[test]
 fn json_output_of_every_spec() {
-    for path in yaml_files("specs") {
+    insta::glob!("../specs", "*.yaml", |p| {
+        let path = relative(p);
         let o = blazes(&["check", "--format", "json", &path]);
         let text = stdout(&o);
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["version"], 2);
-        insta::assert_snapshot!(format!("json-{}", stem(&path)), text);
-    }
+        insta::assert_snapshot!("json", text);
+    });
 }
 
 #[test]
@@ -414,9 +417,9 @@ fn several_files_give_one_document_and_the_worst_exit_code() {
 
 #[test]
 fn every_bad_input_exits_2_with_a_located_message() {
-    let fixtures = yaml_files("tests/fixtures/errors");
-    assert!(fixtures.len() >= 14);
-    for path in fixtures {
+    assert!(yaml_files("tests/fixtures/errors").len() >= 14);
+    insta::glob!("fixtures/errors/*.yaml", |p| {
+        let path = relative(p);
         let o = blazes(&["check", &path]);
         assert_eq!(o.status.code(), Some(2), "{path} must be rejected");
         assert_clean_failure(&o);
@@ -425,7 +428,7 @@ fn every_bad_input_exits_2_with_a_located_message() {
             out.contains(&format!("[{path}:")),
             "{path}: message is located:\n{out}"
         );
-        insta::assert_snapshot!(format!("error-{}", stem(&path)), out);
+        insta::assert_snapshot!("error", out);
         let j = blazes(&["check", "--format", "json", &path]);
         let v: Value = serde_json::from_str(&stdout(&j)).unwrap();
         assert_eq!(v["files"][0]["status"], "invalid");
@@ -434,7 +437,7 @@ fn every_bad_input_exits_2_with_a_located_message() {
             d["line"].as_u64().unwrap() >= 1 && d["code"].as_str().unwrap().starts_with('S'),
             "{path}: {d}"
         );
-    }
+    });
 }
 
 #[test]

@@ -16,7 +16,7 @@ use blazes::graph::{CompId, Order, SourceId};
 use blazes::label::KeySet;
 use blazes::plan::labeling::{Checkpoint, Labeling};
 use blazes::plan::{self, Candidate, Choice, Evaluator, Kind, Plan, Status};
-use common::{blazes, root, specgen, stderr, stdout, stem, yaml_files};
+use common::{blazes, relative, root, specgen, stderr, stdout, stem, yaml_files};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -80,8 +80,8 @@ fn strings(v: &Value) -> Vec<String> {
 
 #[test]
 fn snapshots_of_every_format_for_every_spec() {
-    for spec in specs() {
-        let name = stem(&spec);
+    insta::glob!("../specs", "*.yaml", |p| {
+        let spec = relative(p);
         for format in ["human", "json", "yaml"] {
             let o = blazes(&["plan", &spec, "--format", format]);
             assert!(
@@ -89,9 +89,9 @@ fn snapshots_of_every_format_for_every_spec() {
                 "{spec}: {}",
                 stderr(&o)
             );
-            insta::assert_snapshot!(format!("{name}.{format}"), stdout(&o));
+            insta::assert_snapshot!(format, stdout(&o));
         }
-    }
+    });
 }
 
 #[test]

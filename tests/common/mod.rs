@@ -59,6 +59,15 @@ pub fn yaml_files(dir: &str) -> Vec<String> {
     v
 }
 
+/// A path from `insta::glob!` as the tests pass it to the binary: relative to the crate root
+/// (`specs/wordcount.yaml`), which is what the outputs show.
+pub fn relative(path: &Path) -> String {
+    path.strip_prefix(root())
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
+}
+
 pub fn stem(path: &str) -> String {
     Path::new(path)
         .file_stem()
