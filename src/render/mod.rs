@@ -27,7 +27,7 @@ use graphviz_rust::printer::{DotPrinter, PrinterContext};
 
 use crate::analysis::{Analysis, FailOn, PointOfOrder};
 use crate::graph::{CompId, Consumer, Dataflow, IfaceId, Order, Producer, SourceId};
-use crate::label::{Annotation, Label};
+use crate::label::Label;
 use crate::vocabulary;
 
 /// A coordination mechanism to draw where it goes.
@@ -739,12 +739,10 @@ fn component_node(
         );
         match points.iter().find(|pt| pt.path == pi) {
             Some(pt) => {
-                let why = match (pt.kind, p.annotation) {
-                    (crate::analysis::PointKind::NdRead, _) => "unprotected read",
-                    // A confluent write only taints state when fed a transient disagreement.
-                    (_, Annotation::CW) => "transient write",
-                    _ => "unordered write",
-                };
+                // The point's diagnostic code names it, as in every other format.
+                let why = crate::analysis::point_code(c, p, pt.kind, pt.input_label, &df.keys)
+                    .name
+                    .replace('-', " ");
                 rows.push((
                     small(
                         &format!(
