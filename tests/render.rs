@@ -9,14 +9,6 @@ use blazes::check::{Options, Outcome, check_bytes};
 use blazes::render::{Drawn, to_dot};
 use common::*;
 
-fn stem(path: &str) -> String {
-    std::path::Path::new(path)
-        .file_stem()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// Runs the real `dot -Tsvg` on DOT text: it must exit 0 and print no warning (a malformed
 /// HTML label is only a warning to `dot`, and a dropped label).
 fn dot_accepts(dot: &str) -> Result<Vec<u8>, String> {
