@@ -9,7 +9,6 @@
 //! value early.
 
 use super::format::{CheckWrite, Format};
-use crate::analysis;
 use crate::check::{FileReport, Outcome};
 use crate::diagnostic::{LineIndex, Severity};
 use crate::report::grouped::{self, Finding, Kind};
@@ -72,21 +71,12 @@ fn command(reports: &[FileReport], index: &LineIndex, f: &Finding) -> String {
     match (&r.outcome, &f.kind) {
         (Outcome::Analysed(a), Kind::Point { .. } | Kind::Sink { .. }) => {
             let (df, an) = (&a.dataflow, &a.analysis);
-            let chain = match &f.kind {
-                Kind::Point { point, .. } => an.points[*point].chain.clone(),
-                Kind::Sink { verdict } => analysis::sink_chain(df, &an.labels, &an.sinks[*verdict]),
-                Kind::Other => Vec::new(),
-            };
-            if let Some(&s) = chain.first() {
-                let st = &df.streams[s.index()];
-                let label = an.labels.stream[s.index()].map_or_else(
-                    || crate::label::UNREACHED.to_string(),
-                    |l| l.display(&df.keys),
-                );
-                let (line, col) = at(st.from_span);
-                let streams = vocabulary::plural(chain.len(), "stream", "streams");
+            if let Some(o) = f.origin(reports) {
+                let (line, col) = at(o.from_span);
+                let streams = vocabulary::plural(o.streams, "stream", "streams");
                 msg.push_str(&format!(
-                    "\n  {line}:{col}: {label} from here ({streams} upstream)"
+                    "\n  {line}:{col}: {} from here ({streams} upstream)",
+                    o.label
                 ));
             }
             if let Kind::Point { sinks, .. } = &f.kind {

@@ -52,7 +52,40 @@ pub struct Finding {
     pub impact: u8,
 }
 
+/// Where a finding's bad label comes from: the first stream of its provenance chain.
+pub struct Origin<'a> {
+    /// The stream's producer, as the spec writes it.
+    pub from_text: &'a str,
+    pub from_span: Span,
+    /// The stream's label, as every format shows it.
+    pub label: String,
+    /// How many streams the chain follows from there to the finding.
+    pub streams: usize,
+}
+
 impl Finding {
+    /// The origin of a point's or a sink's bad label; `None` for other findings, and for a
+    /// chain with no stream.
+    pub fn origin<'a>(&self, reports: &'a [FileReport]) -> Option<Origin<'a>> {
+        let Outcome::Analysed(a) = &reports[self.file].outcome else {
+            return None;
+        };
+        let (df, an) = (&a.dataflow, &a.analysis);
+        let chain = match &self.kind {
+            Kind::Point { point, .. } => an.points[*point].chain.clone(),
+            Kind::Sink { verdict } => analysis::sink_chain(df, &an.labels, &an.sinks[*verdict]),
+            Kind::Other => return None,
+        };
+        let &s = chain.first()?;
+        let st = &df.streams[s.index()];
+        Some(Origin {
+            from_text: &st.from_text,
+            from_span: st.from_span,
+            label: crate::label::show(an.labels.stream[s.index()], &df.keys),
+            streams: chain.len(),
+        })
+    }
+
     fn sinks_broken(&self) -> usize {
         match &self.kind {
             Kind::Point { sinks, .. } => sinks.len(),

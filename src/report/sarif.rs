@@ -14,7 +14,6 @@ use serde_sarif::sarif::{
 };
 
 use super::format::{CheckWrite, Format};
-use crate::analysis;
 use crate::check::{FileReport, Outcome};
 use crate::codes::{self, Code};
 use crate::diagnostic::{LineIndex, Severity, Span};
@@ -357,18 +356,9 @@ fn result<'a>(reports: &'a [FileReport], f: &Finding, at: &At<'a, '_>, fp: &str)
     let mut related = Vec::new();
     if let (Outcome::Analysed(a), Kind::Point { .. } | Kind::Sink { .. }) = (&r.outcome, &f.kind) {
         let (df, an) = (&a.dataflow, &a.analysis);
-        let chain = match &f.kind {
-            Kind::Point { point, .. } => an.points[*point].chain.clone(),
-            Kind::Sink { verdict } => analysis::sink_chain(df, &an.labels, &an.sinks[*verdict]),
-            Kind::Other => Vec::new(),
-        };
-        if let Some(&s) = chain.first() {
-            let st = &df.streams[s.index()];
-            let label = an.labels.stream[s.index()].map_or_else(
-                || crate::label::UNREACHED.to_string(),
-                |l| l.display(&df.keys),
-            );
-            if let Some(pl) = at.location(st.from_span, false) {
+        if let Some(o) = f.origin(reports) {
+            let label = o.label;
+            if let Some(pl) = at.location(o.from_span, false) {
                 let what = if matches!(f.kind, Kind::Point { .. }) {
                     "input"
                 } else {
@@ -376,8 +366,8 @@ fn result<'a>(reports: &'a [FileReport], f: &Finding, at: &At<'a, '_>, fp: &str)
                 };
                 text.push_str(&format!(
                     " Its {what} comes [from `{}`](1), {} upstream, where it is {}.",
-                    link_text(&st.from_text),
-                    plural(chain.len(), "stream", "streams"),
+                    link_text(o.from_text),
+                    plural(o.streams, "stream", "streams"),
                     plain(&label)
                 ));
                 related.push(LocationOut {
