@@ -2,13 +2,33 @@
 #![cfg(feature = "nats")]
 
 mod support_nats;
+#[path = "common/rng.rs"]
+#[allow(dead_code)]
+mod rng;
 
 use std::time::{Duration, Instant};
 
 use async_nats::HeaderMap;
 use async_nats::jetstream::context::PublishErrorKind;
 use async_nats::jetstream::{self, message::PublishMessage as Publish};
+use blazes::runtime::nats::sequencer::{self as seq, Fencing, Sequencer, SequencerConfig};
+use blazes::runtime::nats::{self as rt, NatsError};
+use bytes::Bytes;
+use rng::Rng;
 use support_nats::Cluster;
+
+/// The seed of a test's fault schedule: `BLAZES_NATS_SEED` or the test's own.
+fn seed(default: u64) -> u64 {
+    let seed = std::env::var("BLAZES_NATS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(default);
+    println!("fault schedule seed {seed} (BLAZES_NATS_SEED replays it)");
+    seed
+}
+
+/// Every message of `stream` from the start, read from outside the mechanism.
+async fn read_all(js: &jetstream::Context, stream: &str) -> Vec<rt::StoredMessage> {
+    let s = js.get_stream(stream).await.unwrap();
+    rt::read_stream(&s, None, 1, usize::MAX, Duration::from_secs(30)).await.unwrap()
+}
 
 /// The server features the runtime's design relies on, checked on the server we run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,4 +92,161 @@ async fn engine_features_the_design_relies_on() {
     assert_eq!(refused.kind(), PublishErrorKind::WrongLastSequence);
     let dup = publish(h).await.unwrap();
     assert!(dup.duplicate && dup.sequence == out.sequence);
+}
+
+/// What one sequencer run stored and acknowledged.
+struct SequencerRun {
+    stored: Vec<rt::StoredMessage>,
+    /// (producer, producer seq, position, payload) of every acknowledged send.
+    acked: Vec<(String, u64, u64, Bytes)>,
+    zombie: Result<seq::Sent, NatsError>,
+    retry_duplicate: bool,
+}
+
+/// Three producers write 60 inputs each. On the seeded schedule the stream's leader is
+/// SIGKILLed and restarted mid-run; producer p0 restarts (a new epoch) at its 30th input while
+/// its old incarnation, a zombie, still tries to send; p1 retries one publish with the same id.
+async fn sequencer_run(fencing: Fencing, seed_value: u64) -> Option<SequencerRun> {
+    const N: u64 = 60;
+    let mut rng = Rng(seed(seed_value));
+    let kill_at = 10 + rng.below(30) as u64;
+    let mut cluster = Cluster::start(3, "").await?;
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 3).await;
+    let sequencer = Sequencer::open(js.clone(), SequencerConfig::new("SEQ")).await.unwrap();
+    let mut tasks = Vec::new();
+    for p in ["p1", "p2"] {
+        let sequencer = sequencer.clone();
+        let js = js.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut producer = sequencer.producer_with(p, fencing).await.unwrap();
+            let mut acked = Vec::new();
+            let mut retry_duplicate = true;
+            let mut previous = 0;
+            for k in 1..=N {
+                let payload = Bytes::from(format!("{p}:{k}"));
+                let sent = producer.send(payload.clone()).await.unwrap();
+                if p == "p1" && k == 20 {
+                    // The same publish again, as a client whose acknowledgement was lost sends
+                    // it: same id, same expectation.
+                    let mut h = async_nats::HeaderMap::new();
+                    h.insert("Nats-Msg-Id", format!("p1:{}:{k}", producer.epoch()).as_str());
+                    if fencing == Fencing::Enforced {
+                        h.insert("Nats-Expected-Last-Subject-Sequence", previous.to_string().as_str());
+                        h.insert("Nats-Expected-Last-Subject-Sequence-Subject", "SEQ.in.p1");
+                    }
+                    h.insert(seq::KIND, "data");
+                    h.insert(seq::EPOCH, producer.epoch().to_string().as_str());
+                    h.insert(seq::SEQ, k.to_string().as_str());
+                    h.insert(seq::PRODUCER, "p1");
+                    let ack = js
+                        .send_publish("SEQ.in.p1", Publish::build().headers(h).payload(payload.clone()))
+                        .await
+                        .unwrap()
+                        .await
+                        .unwrap();
+                    retry_duplicate = ack.duplicate && ack.sequence == sent.position;
+                }
+                previous = sent.position;
+                acked.push((p.to_string(), k, sent.position, payload));
+            }
+            (acked, retry_duplicate)
+        }));
+    }
+    // p0 in this task, with the faults.
+    let mut acked = Vec::new();
+    let mut producer = sequencer.producer_with("p0", fencing).await.unwrap();
+    let mut zombie = None;
+    let mut k = 1;
+    while k <= N {
+        if k == kill_at {
+            let leader = cluster.stream_leader(&js, "SEQ").await;
+            cluster.kill(leader);
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            cluster.restart(leader);
+        }
+        if k == 30 && zombie.is_none() {
+            // A restart: the new incarnation takes the next epoch; the old one lives on.
+            let fresh = sequencer.producer_with("p0", fencing).await.unwrap();
+            assert_eq!(fresh.epoch(), producer.epoch() + 1);
+            assert_eq!(fresh.next_sequence(), k, "the new epoch resumes after the last stored input");
+            let mut old = std::mem::replace(&mut producer, fresh);
+            zombie = Some(old.send(Bytes::from(format!("zombie:p0:{k}"))).await);
+        }
+        let payload = Bytes::from(format!("p0:{k}"));
+        let sent = producer.send(payload.clone()).await.unwrap();
+        acked.push(("p0".to_string(), k, sent.position, payload));
+        k += 1;
+    }
+    let mut retry_duplicate = true;
+    for t in tasks {
+        let (a, r) = t.await.unwrap();
+        acked.extend(a);
+        retry_duplicate &= r;
+    }
+    let stored = read_all(&js, "SEQ").await;
+    Some(SequencerRun { stored, acked, zombie: zombie.unwrap(), retry_duplicate })
+}
+
+/// The sequencer's invariants, checked on what the stream holds: every acknowledged input is
+/// stored where its acknowledgement said; per producer the inputs are 1..=N once each in order;
+/// no input of an epoch follows a newer epoch's marker.
+fn sequencer_violations(run: &SequencerRun) -> Vec<String> {
+    use std::collections::BTreeMap;
+    let mut v = Vec::new();
+    let by_position: BTreeMap<u64, &rt::StoredMessage> = run.stored.iter().map(|m| (m.sequence, m)).collect();
+    for (p, k, position, payload) in &run.acked {
+        match by_position.get(position) {
+            Some(m) if &m.payload == payload => {}
+            other => v.push(format!("{p} input {k} acknowledged at {position} but stored {other:?}")),
+        }
+    }
+    let mut per_producer: BTreeMap<String, (u64, Vec<u64>)> = BTreeMap::new();
+    for m in &run.stored {
+        let producer = m.header(seq::PRODUCER).unwrap_or_default().to_string();
+        let epoch: u64 = m.header(seq::EPOCH).and_then(|e| e.parse().ok()).unwrap_or(0);
+        let entry = per_producer.entry(producer.clone()).or_default();
+        if epoch < entry.0 {
+            v.push(format!("{producer}: epoch {epoch} stored at {} after epoch {}", m.sequence, entry.0));
+        }
+        entry.0 = entry.0.max(epoch);
+        if m.header(seq::KIND) == Some("data") {
+            entry.1.push(m.header(seq::SEQ).and_then(|s| s.parse().ok()).unwrap_or(0));
+        }
+    }
+    for (producer, (_, seqs)) in per_producer {
+        let expected: Vec<u64> = (1..=60).collect();
+        if seqs != expected {
+            v.push(format!("{producer}: producer sequence in the total order is {seqs:?}, not 1..=60 once each"));
+        }
+    }
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequencer_one_order_across_leader_kill_and_producer_restart() {
+    let Some(run) = sequencer_run(Fencing::Enforced, 7).await else { return };
+    assert!(
+        matches!(run.zombie, Err(NatsError::Fenced { .. })),
+        "the old incarnation must be refused, got {:?}",
+        run.zombie
+    );
+    assert!(run.retry_duplicate, "a retry with the same id is answered as a duplicate of the first");
+    let violations = sequencer_violations(&run);
+    assert!(violations.is_empty(), "{violations:#?}");
+    assert_eq!(run.acked.len(), 180);
+}
+
+/// Negative control: the same run without the server-side expectation. The zombie's input is
+/// accepted, and p0's input 30 is in the order twice with different content.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequencer_control_without_fencing_accepts_the_zombie() {
+    let Some(run) = sequencer_run(Fencing::Off, 7).await else { return };
+    assert!(run.zombie.is_ok(), "without the expectation the zombie is stored");
+    let violations = sequencer_violations(&run);
+    println!("control's violations: {violations:#?}");
+    assert!(
+        violations.iter().any(|v| v.contains("p0: epoch 1 stored") || v.contains("p0: producer sequence")),
+        "the control must show the zombie: {violations:#?}"
+    );
 }
