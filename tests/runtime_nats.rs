@@ -250,3 +250,185 @@ async fn sequencer_control_without_fencing_accepts_the_zombie() {
         "the control must show the zombie: {violations:#?}"
     );
 }
+
+/// A `blazes-nats-worker` process on the keyed component `KEYED` (2 partitions, 2 s leases,
+/// 150 ms of work per input).
+fn keyed_worker(cluster: &Cluster, id: &str, fencing: bool) -> support_nats::Proc {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_blazes-nats-worker"));
+    command.args(["--servers", &cluster.urls_arg(), "--name", "KEYED", "--partitions", "2"]);
+    command.args(["--worker", id, "--ttl", "2", "--work-ms", "150"]);
+    command.args(["--fencing", if fencing { "on" } else { "off" }]);
+    support_nats::Proc::spawn(command)
+}
+
+fn count_lines(lines: &[String], prefix: &str) -> usize {
+    lines.iter().filter(|l| l.starts_with(prefix)).count()
+}
+
+struct KeyedRun {
+    stored: Vec<rt::StoredMessage>,
+    /// (key, offset) of every acknowledged input.
+    inputs: Vec<(String, u64)>,
+    /// Every worker's output lines, by worker.
+    lines: Vec<(String, Vec<String>)>,
+}
+
+/// Worker A processes a few inputs and is SIGSTOPped while it holds one, past its lease;
+/// worker B takes both partitions over; A is continued (a zombie) while B holds them; B is
+/// SIGKILLed; worker C (and A, now a legitimate competitor) finish. 48 inputs on 6 keys.
+async fn keyed_run(fencing: bool, seed_value: u64) -> Option<KeyedRun> {
+    use blazes::runtime::nats::session::{Keyed, KeyedConfig};
+    let mut rng = Rng(seed(seed_value));
+    let cluster = Cluster::start(3, "").await?;
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 3).await;
+    let mut config = KeyedConfig::new("KEYED", 2);
+    config.lease_ttl = Duration::from_secs(2);
+    let keyed = Keyed::open(js.clone(), config).await.unwrap();
+    let mut inputs = Vec::new();
+    let publish = async |inputs: &mut Vec<(String, u64)>, rng: &mut Rng, range: std::ops::Range<u32>| {
+        for i in range {
+            let key = format!("k{}", rng.below(6));
+            let stored = keyed.publish(&key, &format!("i{i}"), Bytes::from(format!("{i}"))).await.unwrap();
+            inputs.push((key, stored.sequence));
+        }
+    };
+    publish(&mut inputs, &mut rng, 0..24).await;
+    let a = keyed_worker(&cluster, "wA", fencing);
+    let done_before_stop = 3 + rng.below(4);
+    a.wait_for(Duration::from_secs(30), "A to hold an input", |l| {
+        count_lines(l, "done") >= done_before_stop && l.last().is_some_and(|l| l.starts_with("holding"))
+    })
+    .await;
+    a.signal("STOP");
+    let b = keyed_worker(&cluster, "wB", fencing);
+    b.wait_for(Duration::from_secs(20), "B to take both partitions over", |l| count_lines(l, "accepted") >= 2).await;
+    publish(&mut inputs, &mut rng, 24..48).await;
+    b.wait_for(Duration::from_secs(20), "B to process", |l| count_lines(l, "done") >= 2).await;
+    a.signal("CONT");
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    b.signal("KILL");
+    let c = keyed_worker(&cluster, "wC", fencing);
+    // Done when each partition's last commit covers its last input.
+    let stream = js.get_stream("KEYED").await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for p in 0..2u32 {
+        let Some(last) = inputs.iter().filter(|(k, _)| seq_partition(k) == p).map(|(_, o)| *o).max() else {
+            continue;
+        };
+        loop {
+            let commit = stream.get_last_raw_message_by_subject(&format!("KEYED.commit.{p}")).await;
+            if let Ok(m) = commit
+                && u64::from_be_bytes(m.payload[..8].try_into().unwrap()) >= last
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "partition {p} never committed {last}\nA {:#?}\nC {:#?}", a.lines(), c.lines());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let lines = vec![("wA".to_string(), a.lines()), ("wB".to_string(), b.lines()), ("wC".to_string(), c.lines())];
+    drop((a, b, c));
+    let stored = read_all(&js, "KEYED").await;
+    Some(KeyedRun { stored, inputs, lines })
+}
+
+fn seq_partition(key: &str) -> u32 {
+    blazes::runtime::nats::session::partition_of(key, 2)
+}
+
+/// The keyed invariants on what the stream holds: no commit or output of a grant stored after
+/// a later grant of its partition began; outputs of a partition in input order; per key the
+/// counts 1, 2, ..., n in order (none lost, none twice); the last commit covers every input.
+fn keyed_violations(run: &KeyedRun) -> Vec<String> {
+    use blazes::runtime::nats::session::{GRANT, OFFSET};
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut v = Vec::new();
+    let mut grants: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
+    for (_, lines) in &run.lines {
+        for l in lines {
+            let f: Vec<&str> = l.split(' ').collect();
+            if f[0] == "accepted" && !grants.entry(f[1].parse().unwrap()).or_default().insert(f[2].parse().unwrap()) {
+                v.push(format!("partition {}: grant {} accepted twice", f[1], f[2]));
+            }
+        }
+    }
+    let mut last_output: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut counts: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut last_commit: BTreeMap<u32, (u64, String)> = BTreeMap::new();
+    for m in &run.stored {
+        let parts: Vec<&str> = m.subject.split('.').collect();
+        let (kind, p): (&str, u32) = (parts[1], parts[2].parse().unwrap());
+        if kind != "out" && kind != "commit" {
+            continue;
+        }
+        let grant: u64 = m.header(GRANT).unwrap().parse().unwrap();
+        let offset: u64 = m.header(OFFSET).unwrap().parse().unwrap();
+        if let Some(later) = grants.get(&p).and_then(|g| g.range(grant + 1..m.sequence).next()) {
+            v.push(format!("{kind} of grant {grant} (offset {offset}) stored at {} after grant {later} began", m.sequence));
+        }
+        let text = String::from_utf8_lossy(&m.payload[if kind == "commit" { 8 } else { 0 }..]).to_string();
+        if kind == "out" {
+            if last_output.get(&p).is_some_and(|&o| o >= offset) {
+                v.push(format!("partition {p}: output for offset {offset} after one for {}", last_output[&p]));
+            }
+            last_output.insert(p, offset);
+            let f: Vec<&str> = text.split(':').collect();
+            counts.entry(f[0].to_string()).or_default().push(f[1].parse().unwrap());
+        } else {
+            last_commit.insert(p, (offset, text));
+        }
+    }
+    let mut per_key: BTreeMap<String, u64> = BTreeMap::new();
+    for (k, _) in &run.inputs {
+        *per_key.entry(k.clone()).or_default() += 1;
+    }
+    for (k, n) in &per_key {
+        let expected: Vec<u64> = (1..=*n).collect();
+        if counts.get(k) != Some(&expected) {
+            v.push(format!("key {k}: output counts {:?}, expected 1..={n}", counts.get(k)));
+        }
+    }
+    for p in 0..2u32 {
+        let state: String = per_key
+            .iter()
+            .filter(|(k, _)| seq_partition(k) == p)
+            .map(|(k, n)| format!("{k}={n}\n"))
+            .collect();
+        let last = run.inputs.iter().filter(|(k, _)| seq_partition(k) == p).map(|(_, o)| *o).max();
+        if let Some(last) = last
+            && last_commit.get(&p) != Some(&(last, state.clone()))
+        {
+            v.push(format!("partition {p}: last commit {:?}, expected ({last}, {state:?})", last_commit.get(&p)));
+        }
+    }
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keyed_sessions_fence_a_paused_worker_and_survive_a_killed_one() {
+    let Some(run) = keyed_run(true, 11).await else { return };
+    let violations = keyed_violations(&run);
+    assert!(violations.is_empty(), "{violations:#?}\n{:#?}", run.lines);
+    // The zombie did try: the server refused its write.
+    let zombie = &run.lines[0].1;
+    assert!(
+        zombie.iter().any(|l| l.starts_with("lost") && l.contains("fenced")),
+        "worker A, continued after its lease, must be refused by the server: {zombie:#?}"
+    );
+}
+
+/// Negative control: the same run with commits and outputs not conditioned on the lease. The
+/// continued worker's writes land after its successor's grant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keyed_control_without_fencing_lets_the_zombie_write() {
+    let Some(run) = keyed_run(false, 11).await else { return };
+    let violations = keyed_violations(&run);
+    println!("control's violations: {violations:#?}\n{:?}", run.lines);
+    assert!(
+        violations.iter().any(|v| v.contains("after grant")),
+        "the control must show a write from a superseded grant: {violations:#?}\n{:#?}",
+        run.lines
+    );
+}

@@ -238,12 +238,52 @@ impl Drop for Cluster {
     }
 }
 
-/// A process the test can crash or pause; killed and reaped on drop.
+/// A process the test can crash or pause; killed and reaped on drop. Its stdout lines are
+/// collected as they come.
 pub struct Proc {
     pub child: Child,
+    pub lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Proc {
+    /// Spawns `command` with its stdout collected.
+    pub fn spawn(mut command: Command) -> Proc {
+        use std::io::BufRead;
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn a worker process");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Proc { child, lines }
+    }
+
+    /// The lines printed so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// Waits (up to `limit`) until some printed line satisfies `pred`.
+    pub async fn wait_for(&self, limit: Duration, what: &str, pred: impl Fn(&[String]) -> bool) {
+        let deadline = Instant::now() + limit;
+        loop {
+            if pred(&self.lines()) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}; output: {:#?}", self.lines());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     pub fn signal(&self, sig: &str) {
         let status = Command::new("kill")
             .arg(format!("-{sig}"))
@@ -256,7 +296,7 @@ impl Proc {
 
 impl Drop for Proc {
     fn drop(&mut self) {
-        // A stopped process must be continued to die promptly from SIGKILL's reaping view.
+        // SIGKILL ends a stopped process too.
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -357,3 +357,21 @@ pub async fn read_stream(
         }
     }
 }
+
+/// A value unique to one incarnation or attempt, for message ids that must never collide with
+/// an earlier one inside the duplicate window (a collision would be answered as a duplicate of
+/// someone else's message).
+pub(crate) fn nonce() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    h.write_u128(now);
+    h.write_u32(std::process::id());
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    format!("{:016x}", h.finish())
+}

@@ -155,7 +155,10 @@ impl Sequencer {
                     (m.sequence, epoch + 1, seq)
                 }
             };
-            let mut h = headers(&format!("{producer}:{epoch}:epoch"), Some((&subject, expect)));
+            // The nonce keeps two incarnations racing for the same epoch apart: the loser is
+            // refused (and retries with the next epoch) instead of answered as a duplicate.
+            let id = format!("{producer}:{epoch}:epoch:{}", super::nonce());
+            let mut h = headers(&id, Some((&subject, expect)));
             h.insert(KIND, "epoch");
             h.insert(EPOCH, epoch.to_string().as_str());
             h.insert(SEQ, stored_seq.to_string().as_str());

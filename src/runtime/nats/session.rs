@@ -228,7 +228,9 @@ impl Worker {
             Some(m) if m.header(KIND) == Some("released") => m.sequence,
             Some(_) => return Ok(None),
         };
-        let mut h = headers(&format!("acquire:{p}:{expect}:{}", self.id), None);
+        // A fresh id per attempt: the subject can be empty again later (every lease expired),
+        // and the same id would then be answered as a duplicate of the old grant.
+        let mut h = headers(&format!("acquire:{p}:{expect}:{}:{}", self.id, super::nonce()), None);
         h.insert(super::EXPECTED_LAST_SUBJECT_SEQUENCE, expect.to_string().as_str());
         h.insert(KIND, "lease");
         h.insert(WORKER, self.id.as_str());
@@ -425,9 +427,10 @@ impl Session {
         }
     }
 
-    /// Publishes output `index` of the input at `offset`, fenced by the lease. Id
+    /// Publishes output `index` of the input at `offset`, fenced by the lease (`&mut`: a
+    /// session is driven by one task). Id
     /// `out:<partition>:<offset>:<index>`: a successor reprocessing the input emits the same id.
-    pub async fn emit(&self, offset: u64, index: u32, payload: Bytes) -> Result<Stored, NatsError> {
+    pub async fn emit(&mut self, offset: u64, index: u32, payload: Bytes) -> Result<Stored, NatsError> {
         let id = format!("out:{}:{offset}:{index}", self.partition);
         let subject = self.keyed.subject("out", self.partition);
         self.fenced_write(&subject, &id, offset, payload).await
@@ -448,7 +451,7 @@ impl Session {
     }
 
     async fn fenced_write(
-        &self,
+        &mut self,
         subject: &str,
         id: &str,
         offset: u64,
