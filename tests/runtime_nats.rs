@@ -432,3 +432,205 @@ async fn keyed_control_without_fencing_lets_the_zombie_write() {
         run.lines
     );
 }
+
+/// An order-sensitive state machine: a running hash of the inputs; every input outputs the hash,
+/// every third input also outputs its own bytes (so inputs have one or two outputs).
+#[derive(Default)]
+struct Running {
+    value: u64,
+}
+
+impl blazes::runtime::StateMachine for Running {
+    fn apply(&mut self, input: &[u8]) -> Vec<Vec<u8>> {
+        for b in input {
+            self.value = self.value.wrapping_mul(1_000_003).wrapping_add(u64::from(*b));
+        }
+        let mut out = vec![self.value.to_string().into_bytes()];
+        if self.value % 3 == 0 {
+            out.push(input.to_vec());
+        }
+        out
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        self.value.to_be_bytes().to_vec()
+    }
+
+    fn restore(snapshot: &[u8]) -> Result<Self, blazes::runtime::SmrError> {
+        let bytes: [u8; 8] = snapshot.try_into().map_err(|_| blazes::runtime::SmrError::BadSnapshot {
+            reason: "not 8 bytes".into(),
+        })?;
+        Ok(Running { value: u64::from_be_bytes(bytes) })
+    }
+}
+
+struct SmrRun {
+    /// Every output message, in stream order.
+    outputs: Vec<rt::StoredMessage>,
+    /// Stream sequence of the first output the late replica could have written.
+    late_from: u64,
+    /// The outputs a single uninterrupted replica produces, by (position, index).
+    reference: Vec<((u64, u32), Bytes)>,
+    /// (replica, next position, digest, value) at the end.
+    replicas: Vec<(String, u64, u64, u64)>,
+    /// Outputs a restarted downstream consumer admits after committing the first half.
+    after_restart: Vec<(u64, u32)>,
+    admitted: Vec<((u64, u32), Bytes)>,
+}
+
+/// Two producers write 40 inputs each; three replicas apply them, replica r2 crashes and
+/// recovers from its checkpoint, the output stream's leader is SIGKILLed and restarted; after
+/// the duplicate window (shrunk to 1 s at the end) a late fourth replica replays everything. A downstream consumer
+/// de-duplicates with its durable high-water mark, restarting halfway.
+async fn smr_run(ids: blazes::runtime::nats::smr::OutputIds, seed_value: u64) -> Option<SmrRun> {
+    use blazes::runtime::StateMachine;
+    use blazes::runtime::nats::smr::{Dedup, INDEX, POSITION, Replica, ReplicaConfig};
+    let mut rng = Rng(seed(seed_value));
+    let mut cluster = Cluster::start(3, "").await?;
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 3).await;
+    let sequencer = Sequencer::open(js.clone(), SequencerConfig::new("SMRIN")).await.unwrap();
+    let config = |r: &str| {
+        let mut c = ReplicaConfig::new("acc", r);
+        c.checkpoint_every = 5;
+        c.output_ids = ids;
+        c
+    };
+    let mut producers = Vec::new();
+    for p in ["a", "b"] {
+        producers.push(sequencer.producer(p).await.unwrap());
+    }
+    let mut last = 0;
+    let crash_at = 15 + rng.below(40) as u64;
+    let kill_at = 10 + rng.below(50) as u64;
+    let mut replicas = Vec::new();
+    for r in ["r0", "r1", "r2"] {
+        replicas.push(Replica::open(js.clone(), &sequencer, config(r), Running::default()).await.unwrap());
+    }
+    for i in 0..80u64 {
+        let sent = producers[rng.below(2)].send(Bytes::from(format!("input {i}"))).await.unwrap();
+        last = last.max(sent.position);
+        if i == kill_at {
+            let leader = cluster.stream_leader(&js, "acc-out").await;
+            cluster.kill(leader);
+            cluster.restart(leader);
+        }
+        // Replicas step at different paces.
+        for (n, replica) in replicas.iter_mut().enumerate() {
+            if rng.below(3) <= n {
+                replica.step(1 + rng.below(4)).await.unwrap();
+            }
+        }
+        if i == crash_at {
+            // r2 crashes: its in-memory state is gone, it recovers from its checkpoint.
+            replicas.pop();
+            replicas.push(Replica::open(js.clone(), &sequencer, config("r2"), Running::default()).await.unwrap());
+        }
+    }
+    for replica in replicas.iter_mut() {
+        while replica.next_position() <= last {
+            replica.step(16).await.unwrap();
+        }
+        replica.checkpoint().await.unwrap();
+    }
+    // The late replica replays after the duplicate window: shrink the window to 1 s and wait.
+    let mut out_stream = js.get_stream("acc-out").await.unwrap();
+    let info = out_stream.info().await.unwrap().clone();
+    let late_from = info.state.last_sequence + 1;
+    let mut shrunk = info.config.clone();
+    shrunk.duplicate_window = Duration::from_secs(1);
+    js.update_stream(shrunk).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let mut late = Replica::open(js.clone(), &sequencer, config("r3"), Running::default()).await.unwrap();
+    while late.next_position() <= last {
+        late.step(32).await.unwrap();
+    }
+    late.checkpoint().await.unwrap();
+    replicas.push(late);
+    // The reference: one uninterrupted machine over the sequenced inputs.
+    let (inputs, _) = sequencer.read_sequenced(1, usize::MAX).await.unwrap();
+    let mut machine = Running::default();
+    let mut reference = Vec::new();
+    for input in &inputs {
+        for (i, out) in machine.apply(&input.payload).into_iter().enumerate() {
+            reference.push(((input.position, i as u32), Bytes::from(out)));
+        }
+    }
+    let outputs = read_all(&js, "acc-out").await;
+    let id = |m: &rt::StoredMessage| -> (u64, u32) {
+        (m.header(POSITION).unwrap().parse().unwrap(), m.header(INDEX).unwrap().parse().unwrap())
+    };
+    // Downstream: admit the first half, commit, restart, admit the rest.
+    let half = outputs.len() / 2;
+    let mut down = Dedup::open(&js, "acc-down", "sink", 3).await.unwrap();
+    let first = down.filter(outputs[..half].to_vec()).await.unwrap();
+    down.commit().await.unwrap();
+    drop(down);
+    let mut down = Dedup::open(&js, "acc-down", "sink", 3).await.unwrap();
+    let second = down.filter(outputs.clone()).await.unwrap();
+    down.commit().await.unwrap();
+    let after_restart = second.iter().map(id).collect();
+    let admitted = first.iter().chain(&second).map(|m| (id(m), m.payload.clone())).collect();
+    let replicas = replicas
+        .iter()
+        .enumerate()
+        .map(|(n, r)| (format!("r{n}"), r.next_position(), r.digest(), r.machine().value))
+        .collect();
+    Some(SmrRun { outputs, late_from, reference, replicas, after_restart, admitted })
+}
+
+fn smr_violations(run: &SmrRun) -> Vec<String> {
+    use blazes::runtime::nats::smr::{INDEX, POSITION};
+    use std::collections::BTreeMap;
+    let mut v = Vec::new();
+    let first = &run.replicas[0];
+    for r in &run.replicas[1..] {
+        if (r.1, r.2, r.3) != (first.1, first.2, first.3) {
+            v.push(format!("replica {} ended at {:?}, replica {} at {:?}", r.0, (r.1, r.2, r.3), first.0, (first.1, first.2, first.3)));
+        }
+    }
+    let mut seen: BTreeMap<(u64, u32), usize> = BTreeMap::new();
+    for m in run.outputs.iter().filter(|m| m.sequence < run.late_from) {
+        let id = (m.header(POSITION).unwrap().parse().unwrap(), m.header(INDEX).unwrap().parse().unwrap());
+        *seen.entry(id).or_default() += 1;
+    }
+    let dups: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+    if !dups.is_empty() {
+        v.push(format!("{} outputs stored more than once inside the duplicate window, e.g. {:?}", dups.len(), dups[0]));
+    }
+    if run.admitted != run.reference {
+        v.push(format!(
+            "downstream admitted {} outputs, the reference run has {}; first difference at {:?}",
+            run.admitted.len(),
+            run.reference.len(),
+            run.admitted.iter().zip(&run.reference).position(|(a, b)| a != b)
+        ));
+    }
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smr_replicas_agree_and_outputs_are_deduplicated() {
+    let Some(run) = smr_run(blazes::runtime::nats::smr::OutputIds::Derived, 5).await else { return };
+    let violations = smr_violations(&run);
+    assert!(violations.is_empty(), "{violations:#?}");
+    // The late replica's copies came after the window: the stream holds them, the durable
+    // high-water mark (across the consumer's restart) drops them.
+    assert!(
+        run.outputs.iter().any(|m| m.sequence >= run.late_from),
+        "the late replica's replay must reach the stream (else the high-water mark is untested)"
+    );
+    let half_ids: Vec<_> = run.reference.iter().map(|(id, _)| *id).collect();
+    assert!(run.after_restart.iter().all(|id| half_ids.contains(id)));
+    assert!(run.after_restart.len() < run.reference.len(), "the restarted consumer resumed after its mark");
+}
+
+/// Negative control: replicas that publish outputs without the position-derived id. Every
+/// replica's copy is stored; the stream holds duplicates inside the window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smr_control_without_message_ids_stores_every_copy() {
+    let Some(run) = smr_run(blazes::runtime::nats::smr::OutputIds::Off, 5).await else { return };
+    let violations = smr_violations(&run);
+    println!("control's violations: {violations:#?}");
+    assert!(violations.iter().any(|v| v.contains("more than once")), "{violations:#?}");
+}

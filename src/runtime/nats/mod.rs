@@ -344,6 +344,16 @@ pub async fn read_stream(
             let info = message.info().map_err(|e| fail(e.to_string()))?;
             let sequence = info.stream_sequence;
             let pending = info.pending;
+            // An ordered consumer that resets (a stream leader failed over) before it delivered
+            // anything restarts from the stream's first message, not from `from`: skip what is
+            // behind us, so callers see each position once, in order.
+            let behind = out.last().map_or(from, |m: &StoredMessage| m.sequence + 1);
+            if sequence < behind {
+                if pending == 0 {
+                    return Ok(out);
+                }
+                continue;
+            }
             let message = message.message;
             out.push(StoredMessage {
                 subject: message.subject.to_string(),
