@@ -634,3 +634,218 @@ async fn smr_control_without_message_ids_stores_every_copy() {
     println!("control's violations: {violations:#?}");
     assert!(violations.iter().any(|v| v.contains("more than once")), "{violations:#?}");
 }
+
+struct BarrierRun {
+    /// Every release message in the stream, by partition.
+    releases: std::collections::BTreeMap<String, Vec<Vec<blazes::runtime::nats::barrier::BatchRecord>>>,
+    /// What the producers published (and had acknowledged), by partition.
+    expected: std::collections::BTreeMap<String, Vec<(String, u64, Bytes)>>,
+    events: Vec<blazes::runtime::nats::barrier::BarrierEvent>,
+    crashes: usize,
+    records_left: usize,
+}
+
+/// Three producers, at different paces, fill six partitions round-robin (every partition
+/// half-full at once), then seal them; partition w4 declares its own set {p0, p1}; p2 holds back its seal of w5 until
+/// the barrier reports the stall. The barrier is crashed at seeded points (its poll dropped
+/// mid-flight, a new instance rebuilt from the stream). After w0's release, a resend and a
+/// late record for it arrive.
+async fn barrier_run(rule: blazes::runtime::nats::barrier::ReleaseRule, seed_value: u64) -> Option<BarrierRun> {
+    use blazes::runtime::nats::barrier::{BarrierConfig, BarrierEvent, SealBarrier};
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+    let mut rng = Rng(seed(seed_value));
+    let cluster = Cluster::start(3, "").await?;
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 3).await;
+    let mut config = BarrierConfig::new("BAR", &["p0", "p1", "p2"]);
+    config.stall_after = Duration::from_secs(1);
+    config.rule = rule;
+    let barrier = SealBarrier::open(js.clone(), config.clone()).await.unwrap();
+    barrier.declare("w4", &["p0", "p1"]).await.unwrap();
+    let partitions: Vec<String> = (0..6).map(|i| format!("w{i}")).collect();
+    let events = Arc::new(Mutex::new(Vec::<BarrierEvent>::new()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let crash_seed = rng.next();
+    let barrier_task = {
+        let (events, stop, js, config) = (events.clone(), stop.clone(), js.clone(), config.clone());
+        tokio::spawn(async move {
+            let mut rng = Rng(crash_seed);
+            let mut barrier = barrier;
+            let mut crashes = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let limit = if rng.below(2) == 0 { Duration::from_micros(200 + rng.below(8000) as u64) } else { Duration::from_secs(60) };
+                match tokio::time::timeout(limit, barrier.poll()).await {
+                    Ok(polled) => events.lock().unwrap().extend(polled.unwrap()),
+                    Err(_) => {
+                        crashes += 1;
+                        barrier = SealBarrier::open(js.clone(), config.clone()).await.unwrap();
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            // A clean stop: the polls after the last report delete what it reported.
+            for _ in 0..2 {
+                let polled = barrier.poll().await.unwrap();
+                events.lock().unwrap().extend(polled);
+            }
+            crashes
+        })
+    };
+    let mut expected: BTreeMap<String, Vec<(String, u64, Bytes)>> = BTreeMap::new();
+    let mut producers = Vec::new();
+    for (pace, p) in ["p0", "p1", "p2"].into_iter().enumerate() {
+        let handle = SealBarrier::open(js.clone(), config.clone()).await.unwrap().producer(p);
+        let counts: Vec<u64> = partitions.iter().map(|_| 2 + rng.below(5) as u64).collect();
+        let partitions = partitions.clone();
+        producers.push(tokio::spawn(async move {
+            let mut sent = Vec::new();
+            let most = *counts.iter().max().unwrap();
+            for index in 0..most {
+                for (w, count) in partitions.iter().zip(&counts) {
+                    if index < *count && !(w == "w4" && p == "p2") {
+                        let payload = Bytes::from(format!("{p}/{w}/{index}"));
+                        handle.record(w, index, payload.clone()).await.unwrap();
+                        if p == "p1" && w == "w1" && index == 0 {
+                            handle.record(w, index, payload.clone()).await.unwrap();
+                        }
+                        sent.push((w.clone(), p.to_string(), index, payload));
+                        // Producers run at different paces: p0 seals while p2 is still writing.
+                        tokio::time::sleep(Duration::from_millis(4 * pace as u64)).await;
+                    }
+                }
+            }
+            for (w, count) in partitions.iter().zip(&counts) {
+                if w == "w4" && p == "p2" || w == "w5" && p == "p2" {
+                    continue;
+                }
+                handle.seal(w, *count).await.unwrap();
+            }
+            (handle, counts[5], sent)
+        }));
+    }
+    let mut p2 = None;
+    for t in producers {
+        let (handle, w5_count, sent) = t.await.unwrap();
+        for (w, p, i, payload) in sent {
+            expected.entry(w).or_default().push((p, i, payload));
+        }
+        p2 = Some((handle, w5_count));
+    }
+    let wait = async |what: &str, pred: &dyn Fn(&[BarrierEvent]) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(40);
+        while !pred(&events.lock().unwrap()) {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}: {:#?}", events.lock().unwrap());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let released = |w: &'static str| move |e: &[BarrierEvent]| e.iter().any(|e| matches!(e, BarrierEvent::Released(r) if r.partition == w));
+    let stalled = |e: &[BarrierEvent]| e.iter().any(|e| matches!(e, BarrierEvent::Stalled { partition, .. } if partition == "w5"));
+    if rule == blazes::runtime::nats::barrier::ReleaseRule::AllSealed {
+        wait("the stall of w5", &stalled).await;
+    }
+    let (p2, w5_count) = p2.unwrap();
+    p2.seal("w5", w5_count).await.unwrap();
+    // The release is durable in the stream even when the instance that made it crashed before
+    // reporting it; wait on the stream.
+    let stream = js.get_stream("BAR").await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    for w in &partitions {
+        while stream.get_last_raw_message_by_subject(&format!("BAR.rel.{w}")).await.is_err() {
+            assert!(Instant::now() < deadline, "{w} never released: {:#?}", events.lock().unwrap());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let _ = released;
+    // A resend of w0's record 0 after the duplicate window (a fresh id) and a late record.
+    let resend = |id: &str, index: u64, payload: &str| {
+        let mut h = async_nats::HeaderMap::new();
+        h.insert("Nats-Msg-Id", id);
+        h.insert("Blazes-Index", index.to_string().as_str());
+        let js = js.clone();
+        let payload = Bytes::from(payload.to_string());
+        async move { js.send_publish("BAR.rec.w0.p0", Publish::build().headers(h).payload(payload)).await.unwrap().await.unwrap() }
+    };
+    resend("resend-1", 0, "p0/w0/0").await;
+    resend("late-1", 99, "p0/w0/99").await;
+    wait("the resend and the late record", &|e: &[BarrierEvent]| {
+        e.iter().any(|e| matches!(e, BarrierEvent::Retried { index: 0, .. })) && e.iter().any(|e| matches!(e, BarrierEvent::Late { index: 99, .. }))
+    })
+    .await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let crashes = barrier_task.await.unwrap();
+    let mut releases: BTreeMap<String, Vec<_>> = BTreeMap::new();
+    let mut records_left = 0;
+    for m in read_all(&js, "BAR").await {
+        let parts: Vec<&str> = m.subject.split('.').collect();
+        match parts[1] {
+            "rel" => releases.entry(parts[2].to_string()).or_default().push(blazes::runtime::nats::barrier::decode(&m.payload).unwrap()),
+            "rec" => records_left += 1,
+            _ => {}
+        }
+    }
+    let events = events.lock().unwrap().clone();
+    Some(BarrierRun { releases, expected, events, crashes, records_left })
+}
+
+/// Each partition released once (one release message), with exactly the records of the
+/// producers in its set, in (producer, index) order; no record left in the stream after.
+fn barrier_violations(run: &BarrierRun) -> Vec<String> {
+    let mut v = Vec::new();
+    for (w, expected) in &run.expected {
+        let mut expected = expected.clone();
+        expected.sort();
+        match run.releases.get(w).map(Vec::as_slice) {
+            Some([batch]) => {
+                let got: Vec<(String, u64, Bytes)> = batch.iter().map(|r| (r.producer.clone(), r.index, r.payload.clone())).collect();
+                if got != expected {
+                    v.push(format!("{w} released {} records, {} were sent: {got:?}", got.len(), expected.len()));
+                }
+            }
+            other => v.push(format!("{w} has {} release messages", other.map_or(0, |r| r.len()))),
+        }
+    }
+    if run.records_left != 0 {
+        v.push(format!("{} records left in the stream after every release", run.records_left));
+    }
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn barrier_releases_each_partition_once_complete_across_crashes() {
+    use blazes::runtime::nats::barrier::{BarrierEvent, ReleaseRule};
+    let Some(run) = barrier_run(ReleaseRule::AllSealed, 3).await else { return };
+    let violations = barrier_violations(&run);
+    assert!(violations.is_empty(), "{violations:#?}\n{:#?}", run.events);
+    println!("barrier crashes in the run: {}", run.crashes);
+    assert!(run.crashes > 0, "the schedule must crash the barrier");
+    let stall = run.events.iter().find_map(|e| match e {
+        BarrierEvent::Stalled { partition, missing } if partition == "w5" => Some(missing.clone()),
+        _ => None,
+    });
+    assert_eq!(stall, Some(vec!["p2".to_string()]), "the producer that stopped sealing is named");
+    assert!(
+        !run.events.iter().any(|e| matches!(e, BarrierEvent::Stalled { partition, .. } if partition != "w5")),
+        "only w5 stalled: {:#?}",
+        run.events
+    );
+    assert!(!run.events.iter().any(|e| matches!(e, BarrierEvent::Inconsistent { .. })));
+    let released: Vec<&str> = run.events.iter().filter_map(|e| match e {
+        BarrierEvent::Released(r) => Some(r.partition.as_str()),
+        _ => None,
+    }).collect();
+    let mut unique = released.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), released.len(), "a Released event twice: {released:?}");
+}
+
+/// Negative control: the same run with a barrier that releases on a partition's first seal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn barrier_control_releasing_on_first_seal_is_incomplete() {
+    use blazes::runtime::nats::barrier::ReleaseRule;
+    let Some(run) = barrier_run(ReleaseRule::FirstSeal, 3).await else { return };
+    let violations = barrier_violations(&run);
+    println!("control's violations: {violations:#?}");
+    assert!(violations.iter().any(|v| v.contains("records, ")), "{violations:#?}");
+}
