@@ -51,7 +51,10 @@ fn parse() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
-        let number = |v: String| v.parse::<u64>().map_err(|_| format!("{flag}: `{v}` is not a number"));
+        let number = |v: String| {
+            v.parse::<u64>()
+                .map_err(|_| format!("{flag}: `{v}` is not a number"))
+        };
         match flag.as_str() {
             "--servers" => args.servers = value()?.split(',').map(str::to_string).collect(),
             "--name" => args.name = value()?,
@@ -145,7 +148,10 @@ async fn run(mut session: Session, work: Duration) -> Result<(), blazes::runtime
     say(format!("accepted {p} {} {offset}", session.grant()));
     let mut counts: BTreeMap<String, u64> = String::from_utf8_lossy(state)
         .lines()
-        .filter_map(|l| l.split_once('=').and_then(|(k, c)| Some((k.to_string(), c.parse().ok()?))))
+        .filter_map(|l| {
+            l.split_once('=')
+                .and_then(|(k, c)| Some((k.to_string(), c.parse().ok()?)))
+        })
         .collect();
     loop {
         let input = session.next().await?;

@@ -22,7 +22,11 @@ const INSTALL: &str = "run the tests through `scripts/test` (it installs the pin
 pub fn server_binary() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("BLAZES_NATS_SERVER") {
         let path = PathBuf::from(path);
-        assert!(path.is_file(), "BLAZES_NATS_SERVER={} is not a file; {INSTALL}", path.display());
+        assert!(
+            path.is_file(),
+            "BLAZES_NATS_SERVER={} is not a file; {INSTALL}",
+            path.display()
+        );
         return Some(path);
     }
     if let Some(paths) = std::env::var_os("PATH") {
@@ -99,9 +103,19 @@ impl Cluster {
             let config = dir.path().join(format!("{name}.conf"));
             fs::write(&config, text).unwrap();
             let log = dir.path().join(format!("{name}.log"));
-            nodes.push(Node { name, client_port: client_ports[i], config, log, child: None });
+            nodes.push(Node {
+                name,
+                client_port: client_ports[i],
+                config,
+                log,
+                child: None,
+            });
         }
-        let mut cluster = Cluster { binary, nodes, _dir: dir };
+        let mut cluster = Cluster {
+            binary,
+            nodes,
+            _dir: dir,
+        };
         for i in 0..n {
             cluster.start_node(i);
         }
@@ -110,7 +124,11 @@ impl Cluster {
 
     fn start_node(&mut self, i: usize) {
         let node = &mut self.nodes[i];
-        let log = fs::OpenOptions::new().create(true).append(true).open(&node.log).unwrap();
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&node.log)
+            .unwrap();
         let child = Command::new(&self.binary)
             .arg("-c")
             .arg(&node.config)
@@ -124,7 +142,10 @@ impl Cluster {
 
     /// The client URLs of every node, for a client that fails over between them.
     pub fn urls(&self) -> Vec<String> {
-        self.nodes.iter().map(|n| format!("nats://127.0.0.1:{}", n.client_port)).collect()
+        self.nodes
+            .iter()
+            .map(|n| format!("nats://127.0.0.1:{}", n.client_port))
+            .collect()
     }
 
     /// The servers as one comma-separated argument for a worker process.
@@ -208,7 +229,11 @@ impl Cluster {
                 let _ = js.delete_stream(name).await;
                 return;
             }
-            assert!(Instant::now() < deadline, "JetStream not ready: {created:?}\n{}", self.logs());
+            assert!(
+                Instant::now() < deadline,
+                "JetStream not ready: {created:?}\n{}",
+                self.logs()
+            );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
@@ -224,7 +249,11 @@ impl Cluster {
             {
                 return i;
             }
-            assert!(Instant::now() < deadline, "no leader for {stream}\n{}", self.logs());
+            assert!(
+                Instant::now() < deadline,
+                "no leader for {stream}\n{}",
+                self.logs()
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -279,7 +308,11 @@ impl Proc {
             if pred(&self.lines()) {
                 return;
             }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}; output: {:#?}", self.lines());
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; output: {:#?}",
+                self.lines()
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }

@@ -191,22 +191,37 @@ pub struct BarrierProducer {
 impl BarrierProducer {
     /// Publishes record `index` (from 0) of this producer for `partition`; resends are stored
     /// once inside the duplicate window.
-    pub async fn record(&self, partition: &str, index: u64, payload: Bytes) -> Result<(), NatsError> {
-        assert!(valid_token(partition), "partition `{partition}` must be [A-Za-z0-9_-]+");
+    pub async fn record(
+        &self,
+        partition: &str,
+        index: u64,
+        payload: Bytes,
+    ) -> Result<(), NatsError> {
+        assert!(
+            valid_token(partition),
+            "partition `{partition}` must be [A-Za-z0-9_-]+"
+        );
         let mut h = headers(&format!("rec:{partition}:{}:{index}", self.producer), None);
         h.insert(INDEX, index.to_string().as_str());
         let subject = format!("{}.rec.{partition}.{}", self.name, self.producer);
-        publish(&self.js, &subject, h, payload, self.retry_for).await.map(|_| ())
+        publish(&self.js, &subject, h, payload, self.retry_for)
+            .await
+            .map(|_| ())
     }
 
     /// Seals `partition` after `count` records (publish them, and wait for their
     /// acknowledgements, first).
     pub async fn seal(&self, partition: &str, count: u64) -> Result<(), NatsError> {
-        assert!(valid_token(partition), "partition `{partition}` must be [A-Za-z0-9_-]+");
+        assert!(
+            valid_token(partition),
+            "partition `{partition}` must be [A-Za-z0-9_-]+"
+        );
         let mut h = headers(&format!("seal:{partition}:{}", self.producer), None);
         h.insert(COUNT, count.to_string().as_str());
         let subject = format!("{}.seal.{partition}.{}", self.name, self.producer);
-        publish(&self.js, &subject, h, Bytes::new(), self.retry_for).await.map(|_| ())
+        publish(&self.js, &subject, h, Bytes::new(), self.retry_for)
+            .await
+            .map(|_| ())
     }
 }
 
@@ -236,7 +251,11 @@ pub fn decode(mut b: &[u8]) -> Option<Vec<BatchRecord>> {
         let index = u64::from_be_bytes(take(&mut b, 8)?.try_into().ok()?);
         let n = u32::from_be_bytes(take(&mut b, 4)?.try_into().ok()?) as usize;
         let payload = Bytes::copy_from_slice(take(&mut b, n)?);
-        out.push(BatchRecord { producer, index, payload });
+        out.push(BatchRecord {
+            producer,
+            index,
+            payload,
+        });
     }
     Some(out)
 }
@@ -244,7 +263,11 @@ pub fn decode(mut b: &[u8]) -> Option<Vec<BatchRecord>> {
 impl SealBarrier {
     /// Opens (creating if needed) the barrier's stream and rebuilds the open partitions from it.
     pub async fn open(js: jetstream::Context, config: BarrierConfig) -> Result<Self, NatsError> {
-        assert!(valid_token(&config.name), "name `{}` must be [A-Za-z0-9_-]+", config.name);
+        assert!(
+            valid_token(&config.name),
+            "name `{}` must be [A-Za-z0-9_-]+",
+            config.name
+        );
         let n = &config.name;
         let stream = super::ensure_stream(
             &js,
@@ -276,7 +299,10 @@ impl SealBarrier {
 
     /// A producer's handle (`producer`: `[A-Za-z0-9_-]`).
     pub fn producer(&self, producer: &str) -> BarrierProducer {
-        assert!(valid_token(producer), "producer `{producer}` must be [A-Za-z0-9_-]+");
+        assert!(
+            valid_token(producer),
+            "producer `{producer}` must be [A-Za-z0-9_-]+"
+        );
         BarrierProducer {
             js: self.js.clone(),
             name: self.config.name.clone(),
@@ -292,9 +318,15 @@ impl SealBarrier {
         let subject = format!("{}.set.{partition}", self.config.name);
         let mut h = headers(&format!("set:{partition}"), None);
         h.insert(super::EXPECTED_LAST_SUBJECT_SEQUENCE, "0");
-        publish(&self.js, &subject, h, producers.join("\n").into(), self.config.retry_for)
-            .await
-            .map(|_| ())
+        publish(
+            &self.js,
+            &subject,
+            h,
+            producers.join("\n").into(),
+            self.config.retry_for,
+        )
+        .await
+        .map(|_| ())
     }
 
     /// Reads what arrived since the last poll, releases every partition that became complete,
@@ -304,7 +336,14 @@ impl SealBarrier {
         for sequence in std::mem::take(&mut self.reported) {
             self.delete(sequence).await?;
         }
-        let messages = read_stream(&self.stream, None, self.read_from, 4096, self.config.retry_for).await?;
+        let messages = read_stream(
+            &self.stream,
+            None,
+            self.read_from,
+            4096,
+            self.config.retry_for,
+        )
+        .await?;
         for m in messages {
             self.read_from = m.sequence + 1;
             self.observe(m, &mut events).await?;
@@ -320,23 +359,40 @@ impl SealBarrier {
         }
         let now = Instant::now();
         for (p, o) in self.open.iter_mut() {
-            let waited = o.first_seal.is_some_and(|t| now.duration_since(t) >= self.config.stall_after);
+            let waited = o
+                .first_seal
+                .is_some_and(|t| now.duration_since(t) >= self.config.stall_after);
             if waited && !o.stall_reported {
-                let set = o.set.clone().unwrap_or_else(|| self.config.producers.clone());
-                let missing: Vec<String> = set.into_iter().filter(|s| !o.seals.contains_key(s)).collect();
+                let set = o
+                    .set
+                    .clone()
+                    .unwrap_or_else(|| self.config.producers.clone());
+                let missing: Vec<String> = set
+                    .into_iter()
+                    .filter(|s| !o.seals.contains_key(s))
+                    .collect();
                 if !missing.is_empty() {
                     o.stall_reported = true;
-                    events.push(BarrierEvent::Stalled { partition: p.clone(), missing });
+                    events.push(BarrierEvent::Stalled {
+                        partition: p.clone(),
+                        missing,
+                    });
                 }
             }
         }
         Ok(events)
     }
 
-    async fn observe(&mut self, m: StoredMessage, events: &mut Vec<BarrierEvent>) -> Result<(), NatsError> {
+    async fn observe(
+        &mut self,
+        m: StoredMessage,
+        events: &mut Vec<BarrierEvent>,
+    ) -> Result<(), NatsError> {
         let parts: Vec<&str> = m.subject.split('.').collect();
         let (kind, partition) = (parts.get(1).copied(), parts.get(2).map(|p| p.to_string()));
-        let (Some(kind), Some(partition)) = (kind, partition) else { return Ok(()) };
+        let (Some(kind), Some(partition)) = (kind, partition) else {
+            return Ok(());
+        };
         let producer = parts.get(3).map(|p| p.to_string());
         let malformed = |reason: &str| NatsError::Malformed {
             subject: m.subject.clone(),
@@ -351,7 +407,10 @@ impl SealBarrier {
                 self.purge(&partition).await?;
             }
             "set" => {
-                let set = String::from_utf8_lossy(&m.payload).lines().map(str::to_string).collect();
+                let set = String::from_utf8_lossy(&m.payload)
+                    .lines()
+                    .map(str::to_string)
+                    .collect();
                 if !self.released.contains(&partition) {
                     let o = self.open.entry(partition).or_default();
                     o.set = Some(set);
@@ -364,18 +423,31 @@ impl SealBarrier {
                 if kind == "rec" {
                     let index = index.ok_or_else(|| malformed("a record needs Blazes-Index"))?;
                     let release = self.release_of(&partition).await?;
-                    let retried = release.iter().any(|r| r.producer == producer && r.index == index && r.payload == m.payload);
+                    let retried = release.iter().any(|r| {
+                        r.producer == producer && r.index == index && r.payload == m.payload
+                    });
                     events.push(if retried {
-                        BarrierEvent::Retried { partition: partition.clone(), producer, index }
+                        BarrierEvent::Retried {
+                            partition: partition.clone(),
+                            producer,
+                            index,
+                        }
                     } else {
-                        BarrierEvent::Late { partition: partition.clone(), producer, index }
+                        BarrierEvent::Late {
+                            partition: partition.clone(),
+                            producer,
+                            index,
+                        }
                     });
                 }
                 self.reported.push(m.sequence);
             }
             "seal" => {
                 let producer = producer.ok_or_else(|| malformed("no producer token"))?;
-                let count = m.header(COUNT).and_then(|c| c.parse::<u64>().ok()).ok_or_else(|| malformed("a seal needs Blazes-Count"))?;
+                let count = m
+                    .header(COUNT)
+                    .and_then(|c| c.parse::<u64>().ok())
+                    .ok_or_else(|| malformed("a seal needs Blazes-Count"))?;
                 let o = self.open.entry(partition).or_default();
                 o.seals.insert(producer, count);
                 o.first_seal.get_or_insert_with(Instant::now);
@@ -390,10 +462,19 @@ impl SealBarrier {
         Ok(())
     }
 
-    async fn try_release(&mut self, partition: &str, events: &mut Vec<BarrierEvent>) -> Result<(), NatsError> {
-        let Some(o) = self.open.get_mut(partition) else { return Ok(()) };
+    async fn try_release(
+        &mut self,
+        partition: &str,
+        events: &mut Vec<BarrierEvent>,
+    ) -> Result<(), NatsError> {
+        let Some(o) = self.open.get_mut(partition) else {
+            return Ok(());
+        };
         o.dirty = false;
-        let set = o.set.clone().unwrap_or_else(|| self.config.producers.clone());
+        let set = o
+            .set
+            .clone()
+            .unwrap_or_else(|| self.config.producers.clone());
         let complete = match self.config.rule {
             ReleaseRule::AllSealed => set.iter().all(|p| o.seals.contains_key(p)),
             ReleaseRule::FirstSeal => !o.seals.is_empty(),
@@ -403,7 +484,14 @@ impl SealBarrier {
         }
         let seals = o.seals.clone();
         let filter = format!("{}.rec.{partition}.*", self.config.name);
-        let stored = read_stream(&self.stream, Some(&filter), 1, usize::MAX, self.config.retry_for).await?;
+        let stored = read_stream(
+            &self.stream,
+            Some(&filter),
+            1,
+            usize::MAX,
+            self.config.retry_for,
+        )
+        .await?;
         let mut batch: BTreeMap<(String, u64), Bytes> = BTreeMap::new();
         let mut problem = None;
         for m in stored {
@@ -414,7 +502,9 @@ impl SealBarrier {
             };
             match batch.get(&(producer.clone(), index)) {
                 Some(p) if *p != m.payload => {
-                    problem = Some(format!("{producer} sent index {index} twice with different payloads"));
+                    problem = Some(format!(
+                        "{producer} sent index {index} twice with different payloads"
+                    ));
                 }
                 _ => {
                     batch.insert((producer, index), m.payload);
@@ -422,10 +512,17 @@ impl SealBarrier {
             }
         }
         for (producer, count) in &seals {
-            let have = batch.range((producer.clone(), 0)..(producer.clone(), u64::MAX)).count() as u64;
-            let dense = batch.range((producer.clone(), *count)..(producer.clone(), u64::MAX)).next().is_none();
+            let have = batch
+                .range((producer.clone(), 0)..(producer.clone(), u64::MAX))
+                .count() as u64;
+            let dense = batch
+                .range((producer.clone(), *count)..(producer.clone(), u64::MAX))
+                .next()
+                .is_none();
             if have != *count || !dense {
-                problem.get_or_insert_with(|| format!("{producer} sealed after {count} records, {have} arrived"));
+                problem.get_or_insert_with(|| {
+                    format!("{producer} sealed after {count} records, {have} arrived")
+                });
             }
         }
         if self.config.rule == ReleaseRule::AllSealed
@@ -434,20 +531,36 @@ impl SealBarrier {
             let o = self.open.get_mut(partition).expect("open");
             if !o.inconsistent_reported {
                 o.inconsistent_reported = true;
-                events.push(BarrierEvent::Inconsistent { partition: partition.to_string(), reason });
+                events.push(BarrierEvent::Inconsistent {
+                    partition: partition.to_string(),
+                    reason,
+                });
             }
             return Ok(());
         }
         let records: Vec<BatchRecord> = batch
             .into_iter()
-            .filter(|((p, _), _)| self.config.rule == ReleaseRule::FirstSeal || seals.contains_key(p))
-            .map(|((producer, index), payload)| BatchRecord { producer, index, payload })
+            .filter(|((p, _), _)| {
+                self.config.rule == ReleaseRule::FirstSeal || seals.contains_key(p)
+            })
+            .map(|((producer, index), payload)| BatchRecord {
+                producer,
+                index,
+                payload,
+            })
             .collect();
         let subject = format!("{}.rel.{partition}", self.config.name);
         let mut h = headers(&format!("rel:{partition}"), None);
         h.insert(super::EXPECTED_LAST_SUBJECT_SEQUENCE, "0");
         h.insert(COUNT, records.len().to_string().as_str());
-        let created = publish(&self.js, &subject, h, encode(&records), self.config.retry_for).await;
+        let created = publish(
+            &self.js,
+            &subject,
+            h,
+            encode(&records),
+            self.config.retry_for,
+        )
+        .await;
         self.open.remove(partition);
         self.released.insert(partition.to_string());
         match created {
@@ -471,8 +584,15 @@ impl SealBarrier {
     async fn release_of(&self, partition: &str) -> Result<Vec<BatchRecord>, NatsError> {
         let subject = format!("{}.rel.{partition}", self.config.name);
         let m = last_on_subject(&self.stream, &subject, self.config.retry_for).await?;
-        let m = m.ok_or_else(|| NatsError::Refused { subject: subject.clone(), reason: "release missing".into() })?;
-        decode(&m.payload).ok_or(NatsError::Malformed { subject, sequence: m.sequence, reason: "not a batch".into() })
+        let m = m.ok_or_else(|| NatsError::Refused {
+            subject: subject.clone(),
+            reason: "release missing".into(),
+        })?;
+        decode(&m.payload).ok_or(NatsError::Malformed {
+            subject,
+            sequence: m.sequence,
+            reason: "not a batch".into(),
+        })
     }
 
     async fn purge(&self, partition: &str) -> Result<(), NatsError> {
@@ -481,7 +601,11 @@ impl SealBarrier {
             let started = Instant::now();
             while let Err(e) = self.stream.purge().filter(filter.clone()).await {
                 if started.elapsed() >= self.config.retry_for {
-                    return Err(NatsError::Unavailable { subject: filter, waited: started.elapsed(), last: e.to_string() });
+                    return Err(NatsError::Unavailable {
+                        subject: filter,
+                        waited: started.elapsed(),
+                        last: e.to_string(),
+                    });
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -499,7 +623,14 @@ impl SealBarrier {
     /// Every release in the stream from `from`, in order: what downstream consumes.
     pub async fn releases(&self, from: u64) -> Result<Vec<Release>, NatsError> {
         let filter = format!("{}.rel.*", self.config.name);
-        let stored = read_stream(&self.stream, Some(&filter), from, usize::MAX, self.config.retry_for).await?;
+        let stored = read_stream(
+            &self.stream,
+            Some(&filter),
+            from,
+            usize::MAX,
+            self.config.retry_for,
+        )
+        .await?;
         stored
             .into_iter()
             .map(|m| {
@@ -509,7 +640,11 @@ impl SealBarrier {
                     reason: "not a batch".into(),
                 })?;
                 let partition = m.subject.rsplit('.').next().unwrap_or_default().to_string();
-                Ok(Release { partition, sequence: m.sequence, records })
+                Ok(Release {
+                    partition,
+                    sequence: m.sequence,
+                    records,
+                })
             })
             .collect()
     }

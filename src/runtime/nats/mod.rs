@@ -61,7 +61,9 @@ pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(30);
 pub enum NatsError {
     /// The server refused a conditioned write: someone newer holds the lease, the epoch or the
     /// slot (a zombie's write, or a lost race). Not retried.
-    #[error("fenced: the server refused a conditioned write on `{subject}` (a newer holder exists)")]
+    #[error(
+        "fenced: the server refused a conditioned write on `{subject}` (a newer holder exists)"
+    )]
     Fenced {
         /// Subject of the refused write.
         subject: String,
@@ -120,14 +122,19 @@ pub(crate) async fn publish(
     payload: Bytes,
     retry_for: Duration,
 ) -> Result<Stored, NatsError> {
-    debug_assert!(headers.get(MSG_ID).is_some(), "every runtime publish carries a message id");
+    debug_assert!(
+        headers.get(MSG_ID).is_some(),
+        "every runtime publish carries a message id"
+    );
     let started = tokio::time::Instant::now();
     let mut pause = Duration::from_millis(20);
     loop {
         let attempt = async {
             js.send_publish(
                 subject.to_string(),
-                PublishMessage::build().headers(headers.clone()).payload(payload.clone()),
+                PublishMessage::build()
+                    .headers(headers.clone())
+                    .payload(payload.clone()),
             )
             .await
             .map_err(|e| (true, e.to_string()))?
@@ -148,13 +155,21 @@ pub(crate) async fn publish(
         };
         match attempt.await {
             Ok(ack) => {
-                return Ok(Stored { sequence: ack.sequence, duplicate: ack.duplicate });
+                return Ok(Stored {
+                    sequence: ack.sequence,
+                    duplicate: ack.duplicate,
+                });
             }
             Err((false, reason)) if reason == "fenced" => {
-                return Err(NatsError::Fenced { subject: subject.to_string() });
+                return Err(NatsError::Fenced {
+                    subject: subject.to_string(),
+                });
             }
             Err((false, reason)) => {
-                return Err(NatsError::Refused { subject: subject.to_string(), reason });
+                return Err(NatsError::Refused {
+                    subject: subject.to_string(),
+                    reason,
+                });
             }
             Err((true, last)) => {
                 if started.elapsed() >= retry_for {
@@ -177,7 +192,10 @@ pub(crate) fn headers(msg_id: &str, expect: Option<(&str, u64)>) -> HeaderMap {
     let mut h = HeaderMap::new();
     h.insert(MSG_ID, msg_id);
     if let Some((subject, sequence)) = expect {
-        h.insert(EXPECTED_LAST_SUBJECT_SEQUENCE, sequence.to_string().as_str());
+        h.insert(
+            EXPECTED_LAST_SUBJECT_SEQUENCE,
+            sequence.to_string().as_str(),
+        );
         h.insert(EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT, subject);
     }
     h
@@ -298,7 +316,9 @@ pub async fn read_stream(
         let consumer = stream
             .create_consumer(OrderedConfig {
                 filter_subject: filter.unwrap_or_default().to_string(),
-                deliver_policy: DeliverPolicy::ByStartSequence { start_sequence: from.max(1) },
+                deliver_policy: DeliverPolicy::ByStartSequence {
+                    start_sequence: from.max(1),
+                },
                 ..Default::default()
             })
             .await;

@@ -144,7 +144,10 @@ impl Sequencer {
         producer: &str,
         fencing: Fencing,
     ) -> Result<Producer, NatsError> {
-        assert!(valid_token(producer), "producer id `{producer}` must be [A-Za-z0-9_-]+");
+        assert!(
+            valid_token(producer),
+            "producer id `{producer}` must be [A-Za-z0-9_-]+"
+        );
         let subject = self.producer_subject(producer);
         loop {
             let last = last_on_subject(&self.stream, &subject, self.config.retry_for).await?;
@@ -245,7 +248,11 @@ impl Producer {
         let stored = publish(&self.js, &self.subject, h, payload, self.retry_for).await?;
         self.last = stored.sequence;
         self.next = seq + 1;
-        Ok(Sent { position: stored.sequence, seq, duplicate: stored.duplicate })
+        Ok(Sent {
+            position: stored.sequence,
+            seq,
+            duplicate: stored.duplicate,
+        })
     }
 }
 
@@ -266,25 +273,33 @@ pub(crate) async fn read_sequenced(
         }
         let (epoch, seq) = epoch_and_seq(&m)?;
         let producer = header(&m.headers, PRODUCER).unwrap_or_default().to_string();
-        out.push(Sequenced { position: m.sequence, producer, epoch, seq, payload: m.payload });
+        out.push(Sequenced {
+            position: m.sequence,
+            producer,
+            epoch,
+            seq,
+            payload: m.payload,
+        });
     }
     Ok((out, next))
 }
 
 fn epoch_and_seq(m: &super::StoredMessage) -> Result<(u64, u64), NatsError> {
     let number = |name: &str| {
-        header(&m.headers, name).and_then(|v| v.parse::<u64>().ok()).ok_or_else(|| {
-            NatsError::Malformed {
+        header(&m.headers, name)
+            .and_then(|v| v.parse::<u64>().ok())
+            .ok_or_else(|| NatsError::Malformed {
                 subject: m.subject.clone(),
                 sequence: m.sequence,
                 reason: format!("missing or non-numeric header {name}"),
-            }
-        })
+            })
     };
     Ok((number(EPOCH)?, number(SEQ)?))
 }
 
 /// Whether `s` is a single subject token the runtime accepts as a name.
 pub(crate) fn valid_token(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }

@@ -122,7 +122,11 @@ pub fn partition_of(key: &str, partitions: u32) -> u32 {
 impl Keyed {
     /// Opens (creating if needed) the component's stream.
     pub async fn open(js: jetstream::Context, config: KeyedConfig) -> Result<Self, NatsError> {
-        assert!(valid_token(&config.name), "name `{}` must be [A-Za-z0-9_-]+", config.name);
+        assert!(
+            valid_token(&config.name),
+            "name `{}` must be [A-Za-z0-9_-]+",
+            config.name
+        );
         assert!(config.partitions > 0, "a keyed component needs a partition");
         let n = &config.name;
         let stream = super::ensure_stream(
@@ -202,7 +206,8 @@ impl Worker {
     pub async fn accept_next(&self) -> Result<Session, NatsError> {
         let n = self.keyed.config.partitions;
         let start = partition_of(&self.id, n);
-        let pause = (self.keyed.config.lease_ttl / 8).clamp(Duration::from_millis(50), Duration::from_millis(250));
+        let pause = (self.keyed.config.lease_ttl / 8)
+            .clamp(Duration::from_millis(50), Duration::from_millis(250));
         loop {
             for i in 0..n {
                 let p = (start + i) % n;
@@ -230,8 +235,14 @@ impl Worker {
         };
         // A fresh id per attempt: the subject can be empty again later (every lease expired),
         // and the same id would then be answered as a duplicate of the old grant.
-        let mut h = headers(&format!("acquire:{p}:{expect}:{}:{}", self.id, super::nonce()), None);
-        h.insert(super::EXPECTED_LAST_SUBJECT_SEQUENCE, expect.to_string().as_str());
+        let mut h = headers(
+            &format!("acquire:{p}:{expect}:{}:{}", self.id, super::nonce()),
+            None,
+        );
+        h.insert(
+            super::EXPECTED_LAST_SUBJECT_SEQUENCE,
+            expect.to_string().as_str(),
+        );
         h.insert(KIND, "lease");
         h.insert(WORKER, self.id.as_str());
         h.insert(TTL, ttl_value(cfg.lease_ttl).as_str());
@@ -240,7 +251,10 @@ impl Worker {
             Err(NatsError::Fenced { .. }) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let lease = Arc::new(tokio::sync::Mutex::new(LeaseState { token: grant, lost: false }));
+        let lease = Arc::new(tokio::sync::Mutex::new(LeaseState {
+            token: grant,
+            lost: false,
+        }));
         let (lost_tx, lost_rx) = watch::channel(false);
         self.held.lock().expect("held set").insert(p);
         let renewer = tokio::spawn(renew(
@@ -276,7 +290,8 @@ impl Worker {
                     reason: "a commit is an 8-byte offset and the state".into(),
                 });
             }
-            session.committed_offset = u64::from_be_bytes(m.payload[..8].try_into().expect("8 bytes"));
+            session.committed_offset =
+                u64::from_be_bytes(m.payload[..8].try_into().expect("8 bytes"));
             session.committed_state = m.payload.slice(8..);
         }
         session.next_offset = session.committed_offset + 1;
@@ -306,7 +321,10 @@ async fn renew(
         if state.lost {
             return;
         }
-        let mut h = headers(&format!("renew:{p}:{grant}:{}", state.token), Some((&subject, state.token)));
+        let mut h = headers(
+            &format!("renew:{p}:{grant}:{}", state.token),
+            Some((&subject, state.token)),
+        );
         h.insert(KIND, "lease");
         h.insert(WORKER, worker.as_str());
         h.insert(GRANT, grant.to_string().as_str());
@@ -363,7 +381,9 @@ impl Session {
     pub async fn next(&mut self) -> Result<Input, NatsError> {
         loop {
             if *self.lost.borrow() {
-                return Err(NatsError::LeaseLost { partition: self.partition });
+                return Err(NatsError::LeaseLost {
+                    partition: self.partition,
+                });
             }
             if self.messages.is_none() {
                 let consumer = self
@@ -416,7 +436,11 @@ impl Session {
                         .and_then(|h| super::header(h, KEY))
                         .unwrap_or_default()
                         .to_string();
-                    return Ok(Input { offset, key, payload: m.message.payload });
+                    return Ok(Input {
+                        offset,
+                        key,
+                        payload: m.message.payload,
+                    });
                 }
                 // The ordered consumer failed over or ended: recreate it where we are.
                 Some(Err(_)) | None => {
@@ -430,7 +454,12 @@ impl Session {
     /// Publishes output `index` of the input at `offset`, fenced by the lease (`&mut`: a
     /// session is driven by one task). Id
     /// `out:<partition>:<offset>:<index>`: a successor reprocessing the input emits the same id.
-    pub async fn emit(&mut self, offset: u64, index: u32, payload: Bytes) -> Result<Stored, NatsError> {
+    pub async fn emit(
+        &mut self,
+        offset: u64,
+        index: u32,
+        payload: Bytes,
+    ) -> Result<Stored, NatsError> {
         let id = format!("out:{}:{offset}:{index}", self.partition);
         let subject = self.keyed.subject("out", self.partition);
         self.fenced_write(&subject, &id, offset, payload).await
@@ -444,7 +473,9 @@ impl Session {
         let mut payload = Vec::with_capacity(8 + state.len());
         payload.extend_from_slice(&offset.to_be_bytes());
         payload.extend_from_slice(&state);
-        let stored = self.fenced_write(&subject, &id, offset, payload.into()).await?;
+        let stored = self
+            .fenced_write(&subject, &id, offset, payload.into())
+            .await?;
         self.committed_offset = offset;
         self.committed_state = state;
         Ok(stored)
@@ -468,7 +499,14 @@ impl Session {
         h.insert(GRANT, self.grant.to_string().as_str());
         h.insert(WORKER, self.worker.as_str());
         h.insert(OFFSET, offset.to_string().as_str());
-        let result = publish(&self.keyed.js, subject, h, payload, self.keyed.config.retry_for).await;
+        let result = publish(
+            &self.keyed.js,
+            subject,
+            h,
+            payload,
+            self.keyed.config.retry_for,
+        )
+        .await;
         if let Err(NatsError::Fenced { .. }) = result {
             lease.lost = true;
         }
@@ -491,7 +529,14 @@ impl Session {
         h.insert(WORKER, self.worker.as_str());
         h.insert(GRANT, self.grant.to_string().as_str());
         lease.lost = true;
-        match publish(&self.keyed.js, &subject, h, Bytes::new(), self.keyed.config.retry_for).await
+        match publish(
+            &self.keyed.js,
+            &subject,
+            h,
+            Bytes::new(),
+            self.keyed.config.retry_for,
+        )
+        .await
         {
             Ok(_) | Err(NatsError::Fenced { .. }) => Ok(()),
             Err(e) => Err(e),

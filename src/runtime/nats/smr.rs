@@ -137,7 +137,12 @@ impl Checkpoint {
 /// FNV-1a over the output's identity and bytes, chained.
 fn chain(digest: u64, position: u64, index: u32, payload: &[u8]) -> u64 {
     let mut h = digest ^ 0xcbf2_9ce4_8422_2325;
-    for b in position.to_be_bytes().iter().chain(&index.to_be_bytes()).chain(payload) {
+    for b in position
+        .to_be_bytes()
+        .iter()
+        .chain(&index.to_be_bytes())
+        .chain(payload)
+    {
         h ^= u64::from(*b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
@@ -154,16 +159,15 @@ async fn ensure_bucket(
     loop {
         let got = match js.get_key_value(bucket).await {
             Ok(s) => Ok(s),
-            Err(_) => {
-                js.create_key_value(kv::Config {
+            Err(_) => js
+                .create_key_value(kv::Config {
                     bucket: bucket.to_string(),
                     history: 1,
                     num_replicas: replicas,
                     ..Default::default()
                 })
                 .await
-                .map_err(|e| e.to_string())
-            }
+                .map_err(|e| e.to_string()),
         };
         match got {
             Ok(s) => return Ok(s),
@@ -234,12 +238,19 @@ impl<M: StateMachine> Replica<M> {
             digest: 0,
             since_checkpoint: 0,
         };
-        if let Some(entry) = kv_entry(&replica.kv, &replica.config.replica, replica.config.retry_for).await? {
-            let checkpoint = Checkpoint::decode(&entry.value).ok_or_else(|| NatsError::Malformed {
-                subject: format!("{}.{}", replica.config.checkpoints, replica.config.replica),
-                sequence: entry.revision,
-                reason: "not a checkpoint".into(),
-            })?;
+        if let Some(entry) = kv_entry(
+            &replica.kv,
+            &replica.config.replica,
+            replica.config.retry_for,
+        )
+        .await?
+        {
+            let checkpoint =
+                Checkpoint::decode(&entry.value).ok_or_else(|| NatsError::Malformed {
+                    subject: format!("{}.{}", replica.config.checkpoints, replica.config.replica),
+                    sequence: entry.revision,
+                    reason: "not a checkpoint".into(),
+                })?;
             replica.machine = M::restore(&checkpoint.state).map_err(|e| NatsError::Malformed {
                 subject: format!("{}.{}", replica.config.checkpoints, replica.config.replica),
                 sequence: entry.revision,
@@ -297,7 +308,9 @@ impl<M: StateMachine> Replica<M> {
             }
             self.next_position = input.position + 1;
             self.since_checkpoint += 1;
-            if self.config.checkpoint_every > 0 && self.since_checkpoint >= self.config.checkpoint_every {
+            if self.config.checkpoint_every > 0
+                && self.since_checkpoint >= self.config.checkpoint_every
+            {
                 self.checkpoint().await?;
             }
         }
@@ -353,7 +366,12 @@ impl Dedup {
         assert!(valid_token(consumer));
         let retry_for = super::DEFAULT_RETRY_FOR;
         let kv = ensure_bucket(js, bucket, replicas, retry_for).await?;
-        Ok(Dedup { kv, consumer: consumer.to_string(), retry_for, marks: BTreeMap::new() })
+        Ok(Dedup {
+            kv,
+            consumer: consumer.to_string(),
+            retry_for,
+            marks: BTreeMap::new(),
+        })
     }
 
     async fn mark(&mut self, upstream: &str) -> Result<&mut ((u64, u32), u64, bool), NatsError> {
@@ -363,7 +381,9 @@ impl Dedup {
                 None => ((0, 0), 0, false),
                 Some(e) => {
                     let text = String::from_utf8_lossy(&e.value).to_string();
-                    let parsed = text.split_once(':').and_then(|(p, i)| Some((p.parse().ok()?, i.parse().ok()?)));
+                    let parsed = text
+                        .split_once(':')
+                        .and_then(|(p, i)| Some((p.parse().ok()?, i.parse().ok()?)));
                     let mark = parsed.ok_or_else(|| NatsError::Malformed {
                         subject: key.clone(),
                         sequence: e.revision,
@@ -379,7 +399,10 @@ impl Dedup {
 
     /// Keeps the outputs above their upstream's high-water mark (advancing it, in memory) and
     /// drops the rest. Outputs of one upstream must come in their stream's order.
-    pub async fn filter(&mut self, outputs: Vec<StoredMessage>) -> Result<Vec<StoredMessage>, NatsError> {
+    pub async fn filter(
+        &mut self,
+        outputs: Vec<StoredMessage>,
+    ) -> Result<Vec<StoredMessage>, NatsError> {
         let mut kept = Vec::new();
         for m in outputs {
             let (Some(upstream), Some(position), Some(index)) = (
@@ -390,7 +413,8 @@ impl Dedup {
                 return Err(NatsError::Malformed {
                     subject: m.subject.clone(),
                     sequence: m.sequence,
-                    reason: "an output needs Blazes-Upstream, Blazes-Position and Blazes-Index".into(),
+                    reason: "an output needs Blazes-Upstream, Blazes-Position and Blazes-Index"
+                        .into(),
                 });
             };
             let mark = self.mark(&upstream).await?;
@@ -416,17 +440,27 @@ impl Dedup {
             let result = if *revision == 0 {
                 self.kv.create(&key, value).await.map_err(|e| {
                     if e.kind() == kv::CreateErrorKind::AlreadyExists {
-                        NatsError::Fenced { subject: key.clone() }
+                        NatsError::Fenced {
+                            subject: key.clone(),
+                        }
                     } else {
-                        NatsError::Refused { subject: key.clone(), reason: e.to_string() }
+                        NatsError::Refused {
+                            subject: key.clone(),
+                            reason: e.to_string(),
+                        }
                     }
                 })
             } else {
                 self.kv.update(&key, value, *revision).await.map_err(|e| {
                     if e.kind() == kv::UpdateErrorKind::WrongLastRevision {
-                        NatsError::Fenced { subject: key.clone() }
+                        NatsError::Fenced {
+                            subject: key.clone(),
+                        }
                     } else {
-                        NatsError::Refused { subject: key.clone(), reason: e.to_string() }
+                        NatsError::Refused {
+                            subject: key.clone(),
+                            reason: e.to_string(),
+                        }
                     }
                 })
             };
