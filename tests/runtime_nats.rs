@@ -242,7 +242,7 @@ fn sequencer_violations(run: &SequencerRun) -> Vec<String> {
         run.stored.iter().map(|m| (m.sequence, m)).collect();
     for (p, k, position, payload) in &run.acked {
         match by_position.get(position) {
-            Some(m) if &m.payload == payload => {}
+            Some(m) if m.payload == *payload => {}
             other => v.push(format!(
                 "{p} input {k} acknowledged at {position} but stored {other:?}"
             )),
@@ -593,7 +593,7 @@ impl blazes::runtime::StateMachine for Running {
                 .wrapping_add(u64::from(*b));
         }
         let mut out = vec![self.value.to_string().into_bytes()];
-        if self.value % 3 == 0 {
+        if self.value.is_multiple_of(3) {
             out.push(input.to_vec());
         }
         out
@@ -941,7 +941,7 @@ async fn barrier_run(
                 }
             }
             for (w, count) in partitions.iter().zip(&counts) {
-                if w == "w4" && p == "p2" || w == "w5" && p == "p2" {
+                if p == "p2" && (w == "w4" || w == "w5") {
                     continue;
                 }
                 handle.seal(w, *count).await.unwrap();

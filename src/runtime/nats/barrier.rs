@@ -56,7 +56,6 @@ pub enum ReleaseRule {
     /// When every producer of the partition's set has sealed it and all its records arrived.
     AllSealed,
     /// On the first seal: the tests' negative control, nothing else.
-    #[doc(hidden)]
     FirstSeal,
 }
 

@@ -44,7 +44,6 @@ pub enum OutputIds {
     /// `<component>:<position>:<index>`: the same on every replica and every replay.
     Derived,
     /// No message id: the negative control of the tests (every copy is stored); nothing else.
-    #[doc(hidden)]
     Off,
 }
 
