@@ -96,7 +96,7 @@ impl Cluster {
                 String::new()
             };
             let text = format!(
-                "server_name: {name}\nlisten: \"127.0.0.1:{}\"\njetstream {{\n  store_dir: \"{}\"\n  max_memory_store: 64MB\n  max_file_store: 1GB\n}}\n{cluster}{extra}\n",
+                "server_name: {name}\nlisten: \"127.0.0.1:{}\"\njetstream {{\n  store_dir: \"{}\"\n  max_memory_store: 64MB\n  max_file_store: 256MB\n}}\n{cluster}{extra}\n",
                 client_ports[i],
                 store.display()
             );
