@@ -9,7 +9,7 @@
 
 use std::fs;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -333,9 +333,4 @@ impl Drop for Proc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// The path of a file in a temporary directory, for a process's output.
-pub fn path_in(dir: &Path, name: &str) -> PathBuf {
-    dir.join(name)
 }

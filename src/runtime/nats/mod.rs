@@ -128,6 +128,15 @@ pub(crate) async fn publish(
     );
     let started = tokio::time::Instant::now();
     let mut pause = Duration::from_millis(20);
+    /// Why an attempt failed.
+    enum Failure {
+        /// The outcome is unknown or the cluster is failing over: retry with the same id.
+        Retry(String),
+        /// The server refused an expectation.
+        Fenced,
+        /// The server refused the message for good.
+        Refused(String),
+    }
     loop {
         let attempt = async {
             js.send_publish(
@@ -137,20 +146,20 @@ pub(crate) async fn publish(
                     .payload(payload.clone()),
             )
             .await
-            .map_err(|e| (true, e.to_string()))?
+            .map_err(|e| Failure::Retry(e.to_string()))?
             .await
             .map_err(|e| match e.kind() {
                 PublishErrorKind::WrongLastSequence | PublishErrorKind::WrongLastMessageId => {
-                    (false, "fenced".to_string())
+                    Failure::Fenced
                 }
+                PublishErrorKind::MaxPayloadExceeded => Failure::Refused(e.to_string()),
+                // Timeouts, "no responders" while a leader is elected, a reconnect: the retry
+                // budget decides. A permission error never gets an answer and times out.
                 PublishErrorKind::TimedOut
                 | PublishErrorKind::BrokenPipe
                 | PublishErrorKind::StreamNotFound
-                | PublishErrorKind::MaxAckPending => (true, e.to_string()),
-                // "no responders" while a leader is elected, and other server answers: the
-                // retry budget decides; a permission error never gets an answer and times out.
-                PublishErrorKind::Other => (true, e.to_string()),
-                PublishErrorKind::MaxPayloadExceeded => (false, e.to_string()),
+                | PublishErrorKind::MaxAckPending
+                | PublishErrorKind::Other => Failure::Retry(e.to_string()),
             })
         };
         match attempt.await {
@@ -160,18 +169,18 @@ pub(crate) async fn publish(
                     duplicate: ack.duplicate,
                 });
             }
-            Err((false, reason)) if reason == "fenced" => {
+            Err(Failure::Fenced) => {
                 return Err(NatsError::Fenced {
                     subject: subject.to_string(),
                 });
             }
-            Err((false, reason)) => {
+            Err(Failure::Refused(reason)) => {
                 return Err(NatsError::Refused {
                     subject: subject.to_string(),
                     reason,
                 });
             }
-            Err((true, last)) => {
+            Err(Failure::Retry(last)) => {
                 if started.elapsed() >= retry_for {
                     return Err(NatsError::Unavailable {
                         subject: subject.to_string(),
