@@ -884,9 +884,17 @@ async fn barrier_run(
     let partitions: Vec<String> = (0..6).map(|i| format!("w{i}")).collect();
     let events = Arc::new(Mutex::new(Vec::<BarrierEvent>::new()));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Completed polls (low 32 bits) and crashes (high 32 bits) of the barrier task.
+    let progress = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let crash_seed = rng.next();
     let barrier_task = {
-        let (events, stop, js, config) = (events.clone(), stop.clone(), js.clone(), config.clone());
+        let (events, stop, js, config, progress) = (
+            events.clone(),
+            stop.clone(),
+            js.clone(),
+            config.clone(),
+            progress.clone(),
+        );
         tokio::spawn(async move {
             let mut rng = Rng(crash_seed);
             let mut barrier = barrier;
@@ -898,9 +906,13 @@ async fn barrier_run(
                     Duration::from_secs(60)
                 };
                 match tokio::time::timeout(limit, barrier.poll()).await {
-                    Ok(polled) => events.lock().unwrap().extend(polled.unwrap()),
+                    Ok(polled) => {
+                        progress.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        events.lock().unwrap().extend(polled.unwrap())
+                    }
                     Err(_) => {
                         crashes += 1;
+                        progress.fetch_add(1 << 32, std::sync::atomic::Ordering::SeqCst);
                         barrier = SealBarrier::open(js.clone(), config.clone()).await.unwrap();
                     }
                 }
@@ -958,11 +970,14 @@ async fn barrier_run(
         p2 = Some((handle, w5_count));
     }
     let wait = async |what: &str, pred: &dyn Fn(&[BarrierEvent]) -> bool| {
-        let deadline = Instant::now() + Duration::from_secs(40);
+        let deadline = Instant::now() + Duration::from_secs(90);
         while !pred(&events.lock().unwrap()) {
+            let p = progress.load(std::sync::atomic::Ordering::SeqCst);
             assert!(
                 Instant::now() < deadline,
-                "timed out waiting for {what}: {:#?}",
+                "timed out waiting for {what} after {} completed polls and {} crashes: {:#?}",
+                p & 0xffff_ffff,
+                p >> 32,
                 events.lock().unwrap()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;

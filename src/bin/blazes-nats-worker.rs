@@ -21,6 +21,7 @@ use std::time::Duration;
 use blazes::runtime::nats::async_nats;
 use blazes::runtime::nats::sequencer::Fencing;
 use blazes::runtime::nats::session::{Keyed, KeyedConfig, Session};
+use futures_util::StreamExt;
 
 struct Args {
     servers: Vec<String>,
@@ -120,9 +121,14 @@ async fn main() -> ExitCode {
     };
     let worker = keyed.worker_with(&args.worker, args.fencing);
     let slots = Arc::new(tokio::sync::Semaphore::new(args.max_sessions));
+    let mut sessions = std::pin::pin!(worker.sessions());
     loop {
         let permit = slots.clone().acquire_owned().await.expect("semaphore");
-        let session = match worker.accept_next().await {
+        let session = match sessions
+            .next()
+            .await
+            .expect("the stream of sessions never ends")
+        {
             Ok(s) => s,
             Err(e) => {
                 say(format!("error accepting: {e}"));

@@ -17,8 +17,9 @@
 //! refuses every later one, whichever barrier instance (a restarted one, a second one) tries.
 //! The release message *is* the hand-off: downstream reads `<name>.rel.>`
 //! ([`SealBarrier::releases`]), so the batch is handed on only once it is durable. Only then
-//! are `P`'s records and seals purged from the stream (the "ack"); a crash between the release
-//! and the purge is repaired by the next instance, which finds the release and purges again.
+//! are `P`'s records and seals stored before the release purged from the stream (the "ack");
+//! a crash between the release and the purge is repaired by the next instance, which finds the
+//! release and purges again. Records stored after the release are kept until reported.
 //!
 //! **Late and retried.** A record or seal for a released partition is compared with the
 //! release: the same (producer, index, payload) is a retry ([`BarrierEvent::Retried`], e.g. a
@@ -403,7 +404,7 @@ impl SealBarrier {
                 self.open.remove(&partition);
                 self.released.insert(partition.clone());
                 // A crash may have come between the release and the purge.
-                self.purge(&partition).await?;
+                self.purge(&partition, m.sequence).await?;
             }
             "set" => {
                 let set = String::from_utf8_lossy(&m.payload)
@@ -562,22 +563,26 @@ impl SealBarrier {
         .await;
         self.open.remove(partition);
         self.released.insert(partition.to_string());
-        match created {
+        let release = match created {
             Ok(stored) if !stored.duplicate => {
                 events.push(BarrierEvent::Released(Release {
                     partition: partition.to_string(),
                     sequence: stored.sequence,
                     records,
                 }));
+                stored.sequence
             }
-            // Released already, by us before a crash or by another instance: not again.
-            Ok(_) | Err(NatsError::Fenced { .. }) => {}
+            // Released already, by us before a crash: not again.
+            Ok(stored) => stored.sequence,
+            // Released by another instance: its release message is ahead of our read position,
+            // and reading it purges.
+            Err(NatsError::Fenced { .. }) => return Ok(()),
             Err(e) => {
                 self.released.remove(partition);
                 return Err(e);
             }
-        }
-        self.purge(partition).await
+        };
+        self.purge(partition, release).await
     }
 
     async fn release_of(&self, partition: &str) -> Result<Vec<BatchRecord>, NatsError> {
@@ -594,11 +599,19 @@ impl SealBarrier {
         })
     }
 
-    async fn purge(&self, partition: &str) -> Result<(), NatsError> {
+    /// Purges the partition's records and seals stored before its release (at `release`);
+    /// anything after it is late or a resend, and must be read and reported first.
+    async fn purge(&self, partition: &str, release: u64) -> Result<(), NatsError> {
         for kind in ["rec", "seal"] {
             let filter = format!("{}.{kind}.{partition}.*", self.config.name);
             let started = Instant::now();
-            while let Err(e) = self.stream.purge().filter(filter.clone()).await {
+            while let Err(e) = self
+                .stream
+                .purge()
+                .filter(filter.clone())
+                .sequence(release)
+                .await
+            {
                 if started.elapsed() >= self.config.retry_for {
                     return Err(NatsError::Unavailable {
                         subject: filter,

@@ -222,6 +222,14 @@ impl Worker {
         }
     }
 
+    /// The sessions this worker accepts, as a stream: each item is the next
+    /// [`Worker::accept_next`]. Run each session in its own task to hold several at once.
+    pub fn sessions(&self) -> impl futures_util::Stream<Item = Result<Session, NatsError>> + '_ {
+        futures_util::stream::unfold(self, |worker| async move {
+            Some((worker.accept_next().await, worker))
+        })
+    }
+
     /// Accepts partition `p` if it is free now.
     pub async fn try_accept(&self, p: u32) -> Result<Option<Session>, NatsError> {
         let keyed = &self.keyed;
