@@ -20,7 +20,7 @@
 //! no message is lost or stored twice across the restart.
 //!
 //! The stream sequence is the total order: every replica reads the same stream
-//! ([`read_sequenced`]) and so applies the same sequence of inputs.
+//! ([`Sequencer::read_sequenced`]) and so applies the same sequence of inputs.
 
 use std::time::Duration;
 
