@@ -29,7 +29,15 @@ fn seed(default: u64) -> u64 {
 
 /// Every message of `stream` from the start, read from outside the mechanism.
 async fn read_all(js: &jetstream::Context, stream: &str) -> Vec<rt::StoredMessage> {
-    let s = js.get_stream(stream).await.unwrap();
+    // Retried: a node of the cluster may just have been restarted.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let s = loop {
+        match js.get_stream(stream).await {
+            Ok(s) => break s,
+            Err(e) => assert!(Instant::now() < deadline, "stream {stream}: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     rt::read_stream(&s, None, 1, usize::MAX, Duration::from_secs(30))
         .await
         .unwrap()
@@ -351,11 +359,12 @@ struct KeyedRun {
 
 /// Worker A processes a few inputs and is SIGSTOPped while it holds one, past its lease;
 /// worker B takes both partitions over; A is continued (a zombie) while B holds them; B is
-/// SIGKILLed; worker C (and A, now a legitimate competitor) finish. 48 inputs on 6 keys.
+/// SIGKILLed; worker C (and A, now a legitimate competitor) finish, while the stream's leader
+/// is SIGKILLed and restarted. 48 inputs on 6 keys.
 async fn keyed_run(fencing: bool, seed_value: u64) -> Option<KeyedRun> {
     use blazes::runtime::nats::session::{Keyed, KeyedConfig};
     let mut rng = Rng(seed(seed_value));
-    let cluster = Cluster::start(3, "").await?;
+    let mut cluster = Cluster::start(3, "").await?;
     let js = jetstream::new(cluster.client().await);
     cluster.wait_ready(&js, 3).await;
     let mut config = KeyedConfig::new("KEYED", 2);
@@ -398,8 +407,14 @@ async fn keyed_run(fencing: bool, seed_value: u64) -> Option<KeyedRun> {
     tokio::time::sleep(Duration::from_millis(1000)).await;
     b.signal("KILL");
     let c = keyed_worker(&cluster, "wC", fencing);
-    // Done when each partition's last commit covers its last input.
     let stream = js.get_stream("KEYED").await.unwrap();
+    // The stream's leader crashes while C takes over and works.
+    tokio::time::sleep(Duration::from_millis(rng.below(3000) as u64)).await;
+    let leader = cluster.stream_leader(&js, "KEYED").await;
+    cluster.kill(leader);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    cluster.restart(leader);
+    // Done when each partition's last commit covers its last input.
     let deadline = Instant::now() + Duration::from_secs(60);
     for p in 0..2u32 {
         let Some(last) = inputs
