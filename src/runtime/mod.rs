@@ -22,6 +22,8 @@
 pub mod barrier;
 pub mod dedup;
 pub mod log;
+#[cfg(feature = "nats")]
+pub mod nats;
 pub mod sequencer;
 #[cfg(feature = "tokio")]
 pub mod service;

@@ -1,0 +1,663 @@
+//! Seal barrier on JetStream: a partition is released once, complete, across barrier crashes.
+//!
+//! The stream `<name>` holds, per partition `P` and producer `p`:
+//!
+//! | subject | written by | what |
+//! |---|---|---|
+//! | `<name>.rec.P.p` | producer `p` | record `index` of `p` for `P` (id `rec:P:p:index`) |
+//! | `<name>.seal.P.p` | producer `p` | `p` sealed `P` after `count` records (id `seal:P:p`) |
+//! | `<name>.set.P` | whoever declares it | the producers `P` waits for (else the configured set) |
+//! | `<name>.rel.P` | the barrier only | the release: the whole batch, created once |
+//!
+//! **Exactly once.** The barrier reads the stream in order and keeps, per open partition, only
+//! the seals it has seen (no records: they stay in the stream). When every producer of `P`'s
+//! set has sealed it, the barrier reads `P`'s records back, checks that each producer's indices
+//! are exactly `0..count`, and publishes the batch on `<name>.rel.P` with
+//! `Nats-Expected-Last-Subject-Sequence: 0`: the server stores the first release of `P` and
+//! refuses every later one, whichever barrier instance (a restarted one, a second one) tries.
+//! The release message *is* the hand-off: downstream reads `<name>.rel.>`
+//! ([`SealBarrier::releases`]), so the batch is handed on only once it is durable. Only then
+//! are `P`'s records and seals stored before the release purged from the stream (the "ack");
+//! a crash between the release and the purge is repaired by the next instance, which finds the
+//! release and purges again. Records stored after the release are kept until reported.
+//!
+//! **Late and retried.** A record or seal for a released partition is compared with the
+//! release: the same (producer, index, payload) is a retry ([`BarrierEvent::Retried`], e.g. a
+//! producer's resend after the duplicate window), anything else is late
+//! ([`BarrierEvent::Late`]); both are deleted from the stream at the next poll, after the
+//! caller has the report (a crash in between reports them again).
+//!
+//! **Stalls.** A partition that some but not all of its producers have sealed for longer than
+//! `stall_after` is reported once ([`BarrierEvent::Stalled`]) with the producers it waits for.
+//!
+//! **No buffer deadlock.** The barrier holds no records in memory and needs no consumer
+//! acknowledgements (an ack-pending limit filled by two half-complete partitions would stop
+//! delivery, the deadlock of a bounded buffer): its memory is the seals of open partitions and
+//! one batch during its release. The only bound on records is the stream's storage limit,
+//! which producers meet as a refused publish, not as a stalled barrier.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use async_nats::jetstream::{self, stream};
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use super::sequencer::valid_token;
+use super::{NatsError, StoredMessage, headers, last_on_subject, publish, read_stream};
+
+/// Header: a record's index.
+pub const INDEX: &str = "Blazes-Index";
+/// Header: the number of records a seal covers.
+pub const COUNT: &str = "Blazes-Count";
+
+/// When the barrier releases a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleaseRule {
+    /// When every producer of the partition's set has sealed it and all its records arrived.
+    AllSealed,
+    /// On the first seal: the tests' negative control, nothing else.
+    FirstSeal,
+}
+
+/// A barrier's stream and policy.
+#[derive(Debug, Clone)]
+pub struct BarrierConfig {
+    /// Stream name and subject prefix (`[A-Za-z0-9_-]`).
+    pub name: String,
+    /// The producers a partition waits for unless a set is declared for it.
+    pub producers: Vec<String>,
+    /// Report a partition sealed by some but not all producers after this long.
+    pub stall_after: Duration,
+    /// Raft replicas of the stream.
+    pub replicas: usize,
+    /// The server's duplicate window.
+    pub duplicate_window: Duration,
+    /// How long an operation retries while the cluster fails over.
+    pub retry_for: Duration,
+    /// Always [`ReleaseRule::AllSealed`] outside the tests.
+    pub rule: ReleaseRule,
+}
+
+impl BarrierConfig {
+    /// A 3-way replicated barrier `name` waiting for `producers`, reporting stalls after 30 s.
+    pub fn new(name: &str, producers: &[&str]) -> Self {
+        BarrierConfig {
+            name: name.to_string(),
+            producers: producers.iter().map(|p| p.to_string()).collect(),
+            stall_after: Duration::from_secs(30),
+            replicas: 3,
+            duplicate_window: Duration::from_secs(120),
+            retry_for: super::DEFAULT_RETRY_FOR,
+            rule: ReleaseRule::AllSealed,
+        }
+    }
+}
+
+/// One record of a released batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchRecord {
+    /// Its producer.
+    pub producer: String,
+    /// Its index among the producer's records for the partition.
+    pub index: u64,
+    /// Its payload.
+    pub payload: Bytes,
+}
+
+/// A released partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Release {
+    /// The partition.
+    pub partition: String,
+    /// Stream sequence of the release message.
+    pub sequence: u64,
+    /// The batch, ordered by (producer, index).
+    pub records: Vec<BatchRecord>,
+}
+
+/// What a [`SealBarrier::poll`] observed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BarrierEvent {
+    /// This instance released the partition (its release message is durable).
+    Released(Release),
+    /// A record for a released partition that is not in its batch.
+    Late {
+        /// The partition.
+        partition: String,
+        /// The producer.
+        producer: String,
+        /// The record's index.
+        index: u64,
+    },
+    /// A record for a released partition that is in its batch: a resend.
+    Retried {
+        /// The partition.
+        partition: String,
+        /// The producer.
+        producer: String,
+        /// The record's index.
+        index: u64,
+    },
+    /// Some producers sealed the partition, these have not, for longer than `stall_after`.
+    Stalled {
+        /// The partition.
+        partition: String,
+        /// The producers it still waits for.
+        missing: Vec<String>,
+    },
+    /// Every producer sealed the partition but its records do not match the seals (a missing
+    /// index, or one index with two payloads); the partition stays open.
+    Inconsistent {
+        /// The partition.
+        partition: String,
+        /// What does not match.
+        reason: String,
+    },
+}
+
+#[derive(Default)]
+struct Open {
+    seals: BTreeMap<String, u64>,
+    set: Option<Vec<String>>,
+    first_seal: Option<Instant>,
+    stall_reported: bool,
+    inconsistent_reported: bool,
+    dirty: bool,
+}
+
+/// A seal barrier instance. Any number may run; each partition is released once.
+pub struct SealBarrier {
+    js: jetstream::Context,
+    stream: stream::Stream,
+    config: BarrierConfig,
+    open: BTreeMap<String, Open>,
+    released: BTreeSet<String>,
+    read_from: u64,
+    /// Late and retried messages reported by the last poll, deleted at the start of the next
+    /// (once the caller has the report): a crash in between reports them again.
+    reported: Vec<u64>,
+}
+
+/// A producer's handle on a barrier stream.
+#[derive(Clone)]
+pub struct BarrierProducer {
+    js: jetstream::Context,
+    name: String,
+    producer: String,
+    retry_for: Duration,
+}
+
+impl BarrierProducer {
+    /// Publishes record `index` (from 0) of this producer for `partition`; resends are stored
+    /// once inside the duplicate window.
+    pub async fn record(
+        &self,
+        partition: &str,
+        index: u64,
+        payload: Bytes,
+    ) -> Result<(), NatsError> {
+        assert!(
+            valid_token(partition),
+            "partition `{partition}` must be [A-Za-z0-9_-]+"
+        );
+        let mut h = headers(&format!("rec:{partition}:{}:{index}", self.producer), None);
+        h.insert(INDEX, index.to_string().as_str());
+        let subject = format!("{}.rec.{partition}.{}", self.name, self.producer);
+        publish(&self.js, &subject, h, payload, self.retry_for)
+            .await
+            .map(|_| ())
+    }
+
+    /// Seals `partition` after `count` records (publish them, and wait for their
+    /// acknowledgements, first).
+    pub async fn seal(&self, partition: &str, count: u64) -> Result<(), NatsError> {
+        assert!(
+            valid_token(partition),
+            "partition `{partition}` must be [A-Za-z0-9_-]+"
+        );
+        let mut h = headers(&format!("seal:{partition}:{}", self.producer), None);
+        h.insert(COUNT, count.to_string().as_str());
+        let subject = format!("{}.seal.{partition}.{}", self.name, self.producer);
+        publish(&self.js, &subject, h, Bytes::new(), self.retry_for)
+            .await
+            .map(|_| ())
+    }
+}
+
+fn encode(records: &[BatchRecord]) -> Bytes {
+    let mut v = Vec::new();
+    for r in records {
+        v.extend_from_slice(&(r.producer.len() as u32).to_be_bytes());
+        v.extend_from_slice(r.producer.as_bytes());
+        v.extend_from_slice(&r.index.to_be_bytes());
+        v.extend_from_slice(&(r.payload.len() as u32).to_be_bytes());
+        v.extend_from_slice(&r.payload);
+    }
+    v.into()
+}
+
+/// Decodes a release message's batch (`None` if it is not one).
+pub fn decode(mut b: &[u8]) -> Option<Vec<BatchRecord>> {
+    fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = (b.get(..n)?, b.get(n..)?);
+        *b = rest;
+        Some(head)
+    }
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let n = u32::from_be_bytes(take(&mut b, 4)?.try_into().ok()?) as usize;
+        let producer = String::from_utf8(take(&mut b, n)?.to_vec()).ok()?;
+        let index = u64::from_be_bytes(take(&mut b, 8)?.try_into().ok()?);
+        let n = u32::from_be_bytes(take(&mut b, 4)?.try_into().ok()?) as usize;
+        let payload = Bytes::copy_from_slice(take(&mut b, n)?);
+        out.push(BatchRecord {
+            producer,
+            index,
+            payload,
+        });
+    }
+    Some(out)
+}
+
+impl SealBarrier {
+    /// Opens (creating if needed) the barrier's stream and rebuilds the open partitions from it.
+    pub async fn open(js: jetstream::Context, config: BarrierConfig) -> Result<Self, NatsError> {
+        assert!(
+            valid_token(&config.name),
+            "name `{}` must be [A-Za-z0-9_-]+",
+            config.name
+        );
+        let n = &config.name;
+        let stream = super::ensure_stream(
+            &js,
+            stream::Config {
+                name: n.clone(),
+                subjects: vec![
+                    format!("{n}.rec.*.*"),
+                    format!("{n}.seal.*.*"),
+                    format!("{n}.set.*"),
+                    format!("{n}.rel.*"),
+                ],
+                num_replicas: config.replicas,
+                duplicate_window: config.duplicate_window,
+                ..Default::default()
+            },
+            config.retry_for,
+        )
+        .await?;
+        Ok(SealBarrier {
+            js,
+            stream,
+            config,
+            open: BTreeMap::new(),
+            released: BTreeSet::new(),
+            read_from: 1,
+            reported: Vec::new(),
+        })
+    }
+
+    /// A producer's handle (`producer`: `[A-Za-z0-9_-]`).
+    pub fn producer(&self, producer: &str) -> BarrierProducer {
+        assert!(
+            valid_token(producer),
+            "producer `{producer}` must be [A-Za-z0-9_-]+"
+        );
+        BarrierProducer {
+            js: self.js.clone(),
+            name: self.config.name.clone(),
+            producer: producer.to_string(),
+            retry_for: self.config.retry_for,
+        }
+    }
+
+    /// Declares the producers `partition` waits for (once; later declarations are refused
+    /// with `Fenced`). Declare before the partition's first seal.
+    pub async fn declare(&self, partition: &str, producers: &[&str]) -> Result<(), NatsError> {
+        assert!(valid_token(partition));
+        let subject = format!("{}.set.{partition}", self.config.name);
+        let mut h = headers(&format!("set:{partition}"), None);
+        h.insert(super::EXPECTED_LAST_SUBJECT_SEQUENCE, "0");
+        publish(
+            &self.js,
+            &subject,
+            h,
+            producers.join("\n").into(),
+            self.config.retry_for,
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Reads what arrived since the last poll, releases every partition that became complete,
+    /// and reports releases, late and retried records, stalls and inconsistencies.
+    pub async fn poll(&mut self) -> Result<Vec<BarrierEvent>, NatsError> {
+        let mut events = Vec::new();
+        for sequence in std::mem::take(&mut self.reported) {
+            self.delete(sequence).await?;
+        }
+        let messages = read_stream(
+            &self.stream,
+            None,
+            self.read_from,
+            4096,
+            self.config.retry_for,
+        )
+        .await?;
+        for m in messages {
+            self.read_from = m.sequence + 1;
+            self.observe(m, &mut events).await?;
+        }
+        let ready: Vec<String> = self
+            .open
+            .iter()
+            .filter(|(_, o)| o.dirty)
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in ready {
+            self.try_release(&p, &mut events).await?;
+        }
+        let now = Instant::now();
+        for (p, o) in self.open.iter_mut() {
+            let waited = o
+                .first_seal
+                .is_some_and(|t| now.duration_since(t) >= self.config.stall_after);
+            if waited && !o.stall_reported {
+                let set = o
+                    .set
+                    .clone()
+                    .unwrap_or_else(|| self.config.producers.clone());
+                let missing: Vec<String> = set
+                    .into_iter()
+                    .filter(|s| !o.seals.contains_key(s))
+                    .collect();
+                if !missing.is_empty() {
+                    o.stall_reported = true;
+                    events.push(BarrierEvent::Stalled {
+                        partition: p.clone(),
+                        missing,
+                    });
+                }
+            }
+        }
+        Ok(events)
+    }
+
+    async fn observe(
+        &mut self,
+        m: StoredMessage,
+        events: &mut Vec<BarrierEvent>,
+    ) -> Result<(), NatsError> {
+        let parts: Vec<&str> = m.subject.split('.').collect();
+        let (kind, partition) = (parts.get(1).copied(), parts.get(2).map(|p| p.to_string()));
+        let (Some(kind), Some(partition)) = (kind, partition) else {
+            return Ok(());
+        };
+        let producer = parts.get(3).map(|p| p.to_string());
+        let malformed = |reason: &str| NatsError::Malformed {
+            subject: m.subject.clone(),
+            sequence: m.sequence,
+            reason: reason.to_string(),
+        };
+        match kind {
+            "rel" => {
+                self.open.remove(&partition);
+                self.released.insert(partition.clone());
+                // A crash may have come between the release and the purge.
+                self.purge(&partition, m.sequence).await?;
+            }
+            "set" => {
+                let set = String::from_utf8_lossy(&m.payload)
+                    .lines()
+                    .map(str::to_string)
+                    .collect();
+                if !self.released.contains(&partition) {
+                    let o = self.open.entry(partition).or_default();
+                    o.set = Some(set);
+                    o.dirty = true;
+                }
+            }
+            "seal" | "rec" if self.released.contains(&partition) => {
+                let producer = producer.ok_or_else(|| malformed("no producer token"))?;
+                let index = m.header(INDEX).and_then(|i| i.parse::<u64>().ok());
+                if kind == "rec" {
+                    let index = index.ok_or_else(|| malformed("a record needs Blazes-Index"))?;
+                    let release = self.release_of(&partition).await?;
+                    let retried = release.iter().any(|r| {
+                        r.producer == producer && r.index == index && r.payload == m.payload
+                    });
+                    events.push(if retried {
+                        BarrierEvent::Retried {
+                            partition: partition.clone(),
+                            producer,
+                            index,
+                        }
+                    } else {
+                        BarrierEvent::Late {
+                            partition: partition.clone(),
+                            producer,
+                            index,
+                        }
+                    });
+                }
+                self.reported.push(m.sequence);
+            }
+            "seal" => {
+                let producer = producer.ok_or_else(|| malformed("no producer token"))?;
+                let count = m
+                    .header(COUNT)
+                    .and_then(|c| c.parse::<u64>().ok())
+                    .ok_or_else(|| malformed("a seal needs Blazes-Count"))?;
+                let o = self.open.entry(partition).or_default();
+                o.seals.insert(producer, count);
+                o.first_seal.get_or_insert_with(Instant::now);
+                o.dirty = true;
+            }
+            "rec" => {
+                let o = self.open.entry(partition).or_default();
+                o.dirty = true;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    async fn try_release(
+        &mut self,
+        partition: &str,
+        events: &mut Vec<BarrierEvent>,
+    ) -> Result<(), NatsError> {
+        let Some(o) = self.open.get_mut(partition) else {
+            return Ok(());
+        };
+        o.dirty = false;
+        let set = o
+            .set
+            .clone()
+            .unwrap_or_else(|| self.config.producers.clone());
+        let complete = match self.config.rule {
+            ReleaseRule::AllSealed => set.iter().all(|p| o.seals.contains_key(p)),
+            ReleaseRule::FirstSeal => !o.seals.is_empty(),
+        };
+        if !complete {
+            return Ok(());
+        }
+        let seals = o.seals.clone();
+        let filter = format!("{}.rec.{partition}.*", self.config.name);
+        let stored = read_stream(
+            &self.stream,
+            Some(&filter),
+            1,
+            usize::MAX,
+            self.config.retry_for,
+        )
+        .await?;
+        let mut batch: BTreeMap<(String, u64), Bytes> = BTreeMap::new();
+        let mut problem = None;
+        for m in stored {
+            let producer = m.subject.rsplit('.').next().unwrap_or_default().to_string();
+            let Some(index) = m.header(INDEX).and_then(|i| i.parse::<u64>().ok()) else {
+                problem = Some(format!("record at {} has no Blazes-Index", m.sequence));
+                continue;
+            };
+            match batch.get(&(producer.clone(), index)) {
+                Some(p) if *p != m.payload => {
+                    problem = Some(format!(
+                        "{producer} sent index {index} twice with different payloads"
+                    ));
+                }
+                _ => {
+                    batch.insert((producer, index), m.payload);
+                }
+            }
+        }
+        for (producer, count) in &seals {
+            let have = batch
+                .range((producer.clone(), 0)..(producer.clone(), u64::MAX))
+                .count() as u64;
+            let dense = batch
+                .range((producer.clone(), *count)..(producer.clone(), u64::MAX))
+                .next()
+                .is_none();
+            if have != *count || !dense {
+                problem.get_or_insert_with(|| {
+                    format!("{producer} sealed after {count} records, {have} arrived")
+                });
+            }
+        }
+        if self.config.rule == ReleaseRule::AllSealed
+            && let Some(reason) = problem
+        {
+            let o = self.open.get_mut(partition).expect("open");
+            if !o.inconsistent_reported {
+                o.inconsistent_reported = true;
+                events.push(BarrierEvent::Inconsistent {
+                    partition: partition.to_string(),
+                    reason,
+                });
+            }
+            return Ok(());
+        }
+        let records: Vec<BatchRecord> = batch
+            .into_iter()
+            .filter(|((p, _), _)| {
+                self.config.rule == ReleaseRule::FirstSeal || seals.contains_key(p)
+            })
+            .map(|((producer, index), payload)| BatchRecord {
+                producer,
+                index,
+                payload,
+            })
+            .collect();
+        let subject = format!("{}.rel.{partition}", self.config.name);
+        let mut h = headers(&format!("rel:{partition}"), None);
+        h.insert(super::EXPECTED_LAST_SUBJECT_SEQUENCE, "0");
+        h.insert(COUNT, records.len().to_string().as_str());
+        let created = publish(
+            &self.js,
+            &subject,
+            h,
+            encode(&records),
+            self.config.retry_for,
+        )
+        .await;
+        self.open.remove(partition);
+        self.released.insert(partition.to_string());
+        let release = match created {
+            Ok(stored) if !stored.duplicate => {
+                events.push(BarrierEvent::Released(Release {
+                    partition: partition.to_string(),
+                    sequence: stored.sequence,
+                    records,
+                }));
+                stored.sequence
+            }
+            // Released already, by us before a crash: not again.
+            Ok(stored) => stored.sequence,
+            // Released by another instance: its release message is ahead of our read position,
+            // and reading it purges.
+            Err(NatsError::Fenced { .. }) => return Ok(()),
+            Err(e) => {
+                self.released.remove(partition);
+                return Err(e);
+            }
+        };
+        self.purge(partition, release).await
+    }
+
+    async fn release_of(&self, partition: &str) -> Result<Vec<BatchRecord>, NatsError> {
+        let subject = format!("{}.rel.{partition}", self.config.name);
+        let m = last_on_subject(&self.stream, &subject, self.config.retry_for).await?;
+        let m = m.ok_or_else(|| NatsError::Refused {
+            subject: subject.clone(),
+            reason: "release missing".into(),
+        })?;
+        decode(&m.payload).ok_or(NatsError::Malformed {
+            subject,
+            sequence: m.sequence,
+            reason: "not a batch".into(),
+        })
+    }
+
+    /// Purges the partition's records and seals stored before its release (at `release`);
+    /// anything after it is late or a resend, and must be read and reported first.
+    async fn purge(&self, partition: &str, release: u64) -> Result<(), NatsError> {
+        for kind in ["rec", "seal"] {
+            let filter = format!("{}.{kind}.{partition}.*", self.config.name);
+            let started = Instant::now();
+            while let Err(e) = self
+                .stream
+                .purge()
+                .filter(filter.clone())
+                .sequence(release)
+                .await
+            {
+                if started.elapsed() >= self.config.retry_for {
+                    return Err(NatsError::Unavailable {
+                        subject: filter,
+                        waited: started.elapsed(),
+                        last: e.to_string(),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        Ok(())
+    }
+
+    async fn delete(&self, sequence: u64) -> Result<(), NatsError> {
+        // Already gone (purged with its partition) is fine; a failure leaves the message to be
+        // reported again by the next instance, which is the safe side.
+        let _ = self.stream.delete_message(sequence).await;
+        Ok(())
+    }
+
+    /// Every release in the stream from `from`, in order: what downstream consumes.
+    pub async fn releases(&self, from: u64) -> Result<Vec<Release>, NatsError> {
+        let filter = format!("{}.rel.*", self.config.name);
+        let stored = read_stream(
+            &self.stream,
+            Some(&filter),
+            from,
+            usize::MAX,
+            self.config.retry_for,
+        )
+        .await?;
+        stored
+            .into_iter()
+            .map(|m| {
+                let records = decode(&m.payload).ok_or_else(|| NatsError::Malformed {
+                    subject: m.subject.clone(),
+                    sequence: m.sequence,
+                    reason: "not a batch".into(),
+                })?;
+                let partition = m.subject.rsplit('.').next().unwrap_or_default().to_string();
+                Ok(Release {
+                    partition,
+                    sequence: m.sequence,
+                    records,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,416 @@
+//! The coordination mechanisms on NATS JetStream (cargo feature `nats`).
+//!
+//! The in-process cores next door run in one process; these run on a replicated JetStream
+//! cluster (Raft-replicated streams), so producers, workers, barriers and replicas can live on
+//! different machines. Nothing here is a log or a consensus protocol of its own: every guarantee
+//! rests on a check the *server* makes when it stores a message, so that a client that is slow,
+//! paused or partitioned cannot break it:
+//!
+//! - `Nats-Msg-Id`: the server drops a second message with the same id inside the stream's
+//!   duplicate window (and answers with the first one's sequence);
+//! - `Nats-Expected-Last-Subject-Sequence` (with `-Subject`, server 2.11+): the server stores a
+//!   message only if the last message on a subject (possibly another subject of the same stream)
+//!   has the sequence the writer names; that is compare-and-set, and fencing;
+//! - `Nats-TTL` (server 2.11+, stream `allow_msg_ttl`): the server removes a message when its TTL
+//!   runs out; a lease whose expiry the server, not a client clock, decides.
+//!
+//! | mechanism | module | built from |
+//! |---|---|---|
+//! | global order | [`sequencer`] | one subject per producer, epoch markers, every publish conditioned on its predecessor |
+//! | keyed order | [`session`] | TTL'd lease messages; commits and outputs conditioned on the lease subject |
+//! | seal barrier | [`barrier`] | seals read from the stream, release markers created once, records purged after |
+//! | replicated state machine | [`smr`] | replicas of the sequenced stream, output ids from input positions, durable high-water marks |
+//!
+//! Connections are the caller's: every mechanism takes an [`async_nats::jetstream::Context`]
+//! built from a client connected with whatever options the deployment uses (credentials
+//! file, nkey, user and password, TLS). `docs/runtime.md` lists the permissions each role needs.
+
+pub mod barrier;
+pub mod sequencer;
+pub mod session;
+pub mod smr;
+
+use std::time::Duration;
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::context::PublishErrorKind;
+use async_nats::jetstream::message::PublishMessage;
+use async_nats::jetstream::message::StreamMessage;
+use async_nats::jetstream::{self, stream};
+use bytes::Bytes;
+
+pub use async_nats;
+
+/// Header: the message id the server de-duplicates on.
+pub const MSG_ID: &str = "Nats-Msg-Id";
+/// Header: the sequence the last message on a subject must have.
+pub const EXPECTED_LAST_SUBJECT_SEQUENCE: &str = "Nats-Expected-Last-Subject-Sequence";
+/// Header: the subject that [`EXPECTED_LAST_SUBJECT_SEQUENCE`] is about (server 2.11+).
+pub const EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT: &str =
+    "Nats-Expected-Last-Subject-Sequence-Subject";
+/// Header: a message's time to live, decided by the server (server 2.11+).
+pub const TTL: &str = "Nats-TTL";
+
+/// How long a mechanism retries a publish whose outcome is unknown (a timeout while a stream
+/// leader is elected, a reconnect) before it reports [`NatsError::Unavailable`]. Retries carry
+/// the same message id, so a publish that did land is answered as a duplicate, not stored twice.
+pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(30);
+
+/// What went wrong in a JetStream mechanism.
+#[derive(Debug, thiserror::Error)]
+pub enum NatsError {
+    /// The server refused a conditioned write: someone newer holds the lease, the epoch or the
+    /// slot (a zombie's write, or a lost race). Not retried.
+    #[error(
+        "fenced: the server refused a conditioned write on `{subject}` (a newer holder exists)"
+    )]
+    Fenced {
+        /// Subject of the refused write.
+        subject: String,
+    },
+    /// The engine did not answer within the retry budget.
+    #[error("JetStream unavailable on `{subject}` after retrying for {waited:?}: {last}")]
+    Unavailable {
+        /// Subject of the operation.
+        subject: String,
+        /// How long the mechanism retried.
+        waited: Duration,
+        /// The last error seen.
+        last: String,
+    },
+    /// The engine refused the operation for another reason (permissions, configuration).
+    #[error("JetStream refused the operation on `{subject}`: {reason}")]
+    Refused {
+        /// Subject or stream of the operation.
+        subject: String,
+        /// The server's or client's reason.
+        reason: String,
+    },
+    /// A message in a mechanism's stream does not have the mechanism's format.
+    #[error("malformed message at sequence {sequence} on `{subject}`: {reason}")]
+    Malformed {
+        /// Subject of the message.
+        subject: String,
+        /// Its stream sequence.
+        sequence: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The session's lease ran out or was taken over; its messages stop.
+    #[error("lease on partition {partition} lost")]
+    LeaseLost {
+        /// The partition.
+        partition: u32,
+    },
+}
+
+/// What a successful conditioned publish stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stored {
+    /// Stream sequence of the message (of the first copy, for a duplicate).
+    pub sequence: u64,
+    /// The server had already stored a message with this id inside its duplicate window.
+    pub duplicate: bool,
+}
+
+/// A publish with the runtime's headers, retried with the same message id while its outcome is
+/// unknown. `Fenced` when the server refuses an expectation.
+pub(crate) async fn publish(
+    js: &jetstream::Context,
+    subject: &str,
+    headers: HeaderMap,
+    payload: Bytes,
+    retry_for: Duration,
+) -> Result<Stored, NatsError> {
+    debug_assert!(
+        headers.get(MSG_ID).is_some(),
+        "every runtime publish carries a message id"
+    );
+    let started = tokio::time::Instant::now();
+    let mut pause = Duration::from_millis(20);
+    /// Why an attempt failed.
+    enum Failure {
+        /// The outcome is unknown or the cluster is failing over: retry with the same id.
+        Retry(String),
+        /// The server refused an expectation.
+        Fenced,
+        /// The server refused the message for good.
+        Refused(String),
+    }
+    loop {
+        let attempt = async {
+            js.send_publish(
+                subject.to_string(),
+                PublishMessage::build()
+                    .headers(headers.clone())
+                    .payload(payload.clone()),
+            )
+            .await
+            .map_err(|e| Failure::Retry(e.to_string()))?
+            .await
+            .map_err(|e| match e.kind() {
+                PublishErrorKind::WrongLastSequence | PublishErrorKind::WrongLastMessageId => {
+                    Failure::Fenced
+                }
+                PublishErrorKind::MaxPayloadExceeded => Failure::Refused(e.to_string()),
+                // Timeouts, "no responders" while a leader is elected, a reconnect: the retry
+                // budget decides. A permission error never gets an answer and times out.
+                PublishErrorKind::TimedOut
+                | PublishErrorKind::BrokenPipe
+                | PublishErrorKind::StreamNotFound
+                | PublishErrorKind::MaxAckPending
+                | PublishErrorKind::Other => Failure::Retry(e.to_string()),
+            })
+        };
+        match attempt.await {
+            Ok(ack) => {
+                return Ok(Stored {
+                    sequence: ack.sequence,
+                    duplicate: ack.duplicate,
+                });
+            }
+            Err(Failure::Fenced) => {
+                return Err(NatsError::Fenced {
+                    subject: subject.to_string(),
+                });
+            }
+            Err(Failure::Refused(reason)) => {
+                return Err(NatsError::Refused {
+                    subject: subject.to_string(),
+                    reason,
+                });
+            }
+            Err(Failure::Retry(last)) => {
+                if started.elapsed() >= retry_for {
+                    return Err(NatsError::Unavailable {
+                        subject: subject.to_string(),
+                        waited: started.elapsed(),
+                        last,
+                    });
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+        }
+    }
+}
+
+/// Headers with a message id and, when `expect` is set, the condition that the last message on
+/// `expect.0` has sequence `expect.1` (0: there is none).
+pub(crate) fn headers(msg_id: &str, expect: Option<(&str, u64)>) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert(MSG_ID, msg_id);
+    if let Some((subject, sequence)) = expect {
+        h.insert(
+            EXPECTED_LAST_SUBJECT_SEQUENCE,
+            sequence.to_string().as_str(),
+        );
+        h.insert(EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT, subject);
+    }
+    h
+}
+
+/// The last message on `subject`, or `None`; retried while the stream has no leader.
+pub(crate) async fn last_on_subject(
+    stream: &stream::Stream,
+    subject: &str,
+    retry_for: Duration,
+) -> Result<Option<StoredMessage>, NatsError> {
+    use async_nats::jetstream::stream::LastRawMessageErrorKind;
+    let started = tokio::time::Instant::now();
+    loop {
+        match stream.get_last_raw_message_by_subject(subject).await {
+            Ok(m) => return Ok(Some(StoredMessage::from_raw(m))),
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => return Ok(None),
+            Err(e) => {
+                if started.elapsed() >= retry_for {
+                    return Err(NatsError::Unavailable {
+                        subject: subject.to_string(),
+                        waited: started.elapsed(),
+                        last: e.to_string(),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Gets or creates a stream, retried while the cluster elects its meta leader.
+pub(crate) async fn ensure_stream(
+    js: &jetstream::Context,
+    config: stream::Config,
+    retry_for: Duration,
+) -> Result<stream::Stream, NatsError> {
+    let started = tokio::time::Instant::now();
+    loop {
+        match js.get_or_create_stream(config.clone()).await {
+            Ok(s) => return Ok(s),
+            Err(e) => {
+                if started.elapsed() >= retry_for {
+                    return Err(NatsError::Unavailable {
+                        subject: config.name.clone(),
+                        waited: started.elapsed(),
+                        last: e.to_string(),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+}
+
+/// A header's value as text.
+pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).map(|v| v.as_str())
+}
+
+/// The TTL header value: whole seconds, at least one (the server's granularity).
+pub(crate) fn ttl_value(ttl: Duration) -> String {
+    format!("{}s", ttl.as_secs().max(1))
+}
+
+/// A message as stored in a stream.
+#[derive(Debug, Clone)]
+pub struct StoredMessage {
+    /// Its subject.
+    pub subject: String,
+    /// Its stream sequence.
+    pub sequence: u64,
+    /// Its headers.
+    pub headers: HeaderMap,
+    /// Its payload.
+    pub payload: Bytes,
+}
+
+impl StoredMessage {
+    fn from_raw(m: StreamMessage) -> Self {
+        StoredMessage {
+            subject: m.subject.to_string(),
+            sequence: m.sequence,
+            headers: m.headers,
+            payload: m.payload,
+        }
+    }
+
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        header(&self.headers, name)
+    }
+}
+
+/// Reads up to `max` messages of `stream` with sequence `>= from` (on `filter`'s subjects when
+/// given), in stream order, through an ordered consumer; retried while the cluster fails over.
+/// Returns fewer than `max` when the stream has no more.
+pub async fn read_stream(
+    stream: &stream::Stream,
+    filter: Option<&str>,
+    from: u64,
+    max: usize,
+    retry_for: Duration,
+) -> Result<Vec<StoredMessage>, NatsError> {
+    use async_nats::jetstream::consumer::{DeliverPolicy, pull::OrderedConfig};
+    use futures_util::StreamExt;
+    let started = tokio::time::Instant::now();
+    let name = stream.cached_info().config.name.clone();
+    'attempt: loop {
+        let fail = |last: String| NatsError::Unavailable {
+            subject: name.clone(),
+            waited: started.elapsed(),
+            last,
+        };
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let consumer = stream
+            .create_consumer(OrderedConfig {
+                filter_subject: filter.unwrap_or_default().to_string(),
+                deliver_policy: DeliverPolicy::ByStartSequence {
+                    start_sequence: from.max(1),
+                },
+                ..Default::default()
+            })
+            .await;
+        let consumer = match consumer {
+            Ok(c) => c,
+            Err(e) if started.elapsed() < retry_for => {
+                let _ = e;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue 'attempt;
+            }
+            Err(e) => return Err(fail(e.to_string())),
+        };
+        if consumer.cached_info().num_pending == 0 {
+            return Ok(Vec::new());
+        }
+        let mut messages = match consumer.messages().await {
+            Ok(m) => m,
+            Err(e) if started.elapsed() < retry_for => {
+                let _ = e;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue 'attempt;
+            }
+            Err(e) => return Err(fail(e.to_string())),
+        };
+        let mut out = Vec::new();
+        loop {
+            let next = tokio::time::timeout(Duration::from_secs(5), messages.next()).await;
+            let message = match next {
+                Ok(Some(Ok(m))) => m,
+                other => {
+                    let last = match other {
+                        Ok(Some(Err(e))) => e.to_string(),
+                        Ok(None) => "the consumer ended".to_string(),
+                        _ => "no message within 5 s".to_string(),
+                    };
+                    if started.elapsed() < retry_for {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        continue 'attempt;
+                    }
+                    return Err(fail(last));
+                }
+            };
+            let info = message.info().map_err(|e| fail(e.to_string()))?;
+            let sequence = info.stream_sequence;
+            let pending = info.pending;
+            // An ordered consumer that resets (a stream leader failed over) before it delivered
+            // anything restarts from the stream's first message, not from `from`: skip what is
+            // behind us, so callers see each position once, in order.
+            let behind = out.last().map_or(from, |m: &StoredMessage| m.sequence + 1);
+            if sequence < behind {
+                if pending == 0 {
+                    return Ok(out);
+                }
+                continue;
+            }
+            let message = message.message;
+            out.push(StoredMessage {
+                subject: message.subject.to_string(),
+                sequence,
+                headers: message.headers.unwrap_or_default(),
+                payload: message.payload,
+            });
+            if pending == 0 || out.len() >= max {
+                return Ok(out);
+            }
+        }
+    }
+}
+
+/// A value unique to one incarnation or attempt, for message ids that must never collide with
+/// an earlier one inside the duplicate window (a collision would be answered as a duplicate of
+/// someone else's message).
+pub(crate) fn nonce() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    h.write_u128(now);
+    h.write_u32(std::process::id());
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    format!("{:016x}", h.finish())
+}
