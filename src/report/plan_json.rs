@@ -211,15 +211,20 @@ pub fn render_files(files: &[PlannedFile]) -> String {
     s
 }
 
-/// The document of one valid spec's plan (`path` as the user wrote it), with no diagnostics.
-pub fn render(path: &str, plan: &Plan) -> String {
-    render_files(&[PlannedFile {
+/// One valid spec's plan (`path` as the user wrote it), with no diagnostics and nothing applied.
+pub fn single<'a>(path: &'a str, plan: &'a Plan) -> PlannedFile<'a> {
+    PlannedFile {
         path,
         text: "",
         diagnostics: &[],
         plan: Some(plan),
         applied: None,
-    }])
+    }
+}
+
+/// The document of one valid spec's plan.
+pub fn render(path: &str, plan: &Plan) -> String {
+    render_files(&[single(path, plan)])
 }
 
 /// `--format json` of `blazes plan`: [`render_files`].

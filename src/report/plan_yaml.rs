@@ -17,13 +17,7 @@ pub fn render_files(files: &[PlannedFile]) -> String {
 
 /// The document of one valid spec's plan.
 pub fn render(path: &str, plan: &Plan) -> String {
-    render_files(&[PlannedFile {
-        path,
-        text: "",
-        diagnostics: &[],
-        plan: Some(plan),
-        applied: None,
-    }])
+    render_files(&[plan_json::single(path, plan)])
 }
 
 /// `--format yaml` of `blazes plan`: [`render_files`].
