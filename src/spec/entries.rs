@@ -1,0 +1,404 @@
+//! Validation of each entry of a spec as the reader hands it over: a source, a sink, a
+//! component with its paths, a stream with its endpoints. Every problem is reported and the
+//! entry is kept when what remains is usable.
+
+use super::validator::Validator;
+use super::yaml::{Node, Value};
+use super::{
+    ComponentDecl, Endpoint, GateDecl, Name, OrderDecl, PathDecl, SinkDecl, SourceDecl, StreamDecl,
+    did_you_mean,
+};
+use crate::codes;
+use crate::diagnostic::{Diagnostic, Span};
+use crate::label::{Annotation, Tolerance};
+
+impl Validator<'_> {
+    pub(super) fn source(&mut self, name: Name, node: &Node) -> Option<SourceDecl> {
+        let what = format!("source `{}`", name.text);
+        let entries = self.map(node, &what)?;
+        let f = self.fields(
+            entries,
+            &[("seal", "seal"), ("sealable", "sealable")],
+            &what,
+        );
+        let seal = f
+            .get("seal")
+            .and_then(|n| self.key_list(n, &format!("the seal of {what}")));
+        let mut sealable = Vec::new();
+        if let Some(n) = f.get("sealable")
+            && let Some(items) = self.seq(n, &format!("`sealable` of {what}"))
+        {
+            for item in items {
+                if let Some(k) = self.key_list(item, &format!("a sealable key of {what}")) {
+                    sealable.push(k);
+                }
+            }
+        }
+        Some(SourceDecl {
+            name,
+            seal,
+            sealable,
+            body: node.span,
+        })
+    }
+
+    pub(super) fn sink(&mut self, name: Name, node: &Node) -> Option<SinkDecl> {
+        let what = format!("sink `{}`", name.text);
+        let entries = self.map(node, &what)?;
+        let f = self.fields(entries, &[("tolerate", "tolerate")], &what);
+        let mut tolerate = None;
+        if let Some(n) = f.get("tolerate") {
+            let t = match n.as_str() {
+                Some("Run") => Some(Tolerance::Run),
+                Some("Inst") => Some(Tolerance::Inst),
+                Some("Diverge") => Some(Tolerance::Diverge),
+                Some("Async") | Some("Seal") => Some(Tolerance::Async),
+                _ => None,
+            };
+            match t {
+                Some(t) => tolerate = Some((t, n.span)),
+                None => {
+                    // Every value the match above accepts, in order of the labels.
+                    const ACCEPTED: [&str; 5] = ["Seal", "Async", "Run", "Inst", "Diverge"];
+                    let mut d = Diagnostic::new(
+                        &codes::INVALID_VALUE,
+                        format!(
+                            "`tolerate` of {what} must be Async (the default; `Seal` means the same), Run, Inst or Diverge, but it is {}",
+                            n.describe()
+                        ),
+                    )
+                    .at(n.span, "unknown label");
+                    let written = n.as_str().unwrap_or_default();
+                    d = match did_you_mean(written, ACCEPTED) {
+                        Some(s) if s.eq_ignore_ascii_case(written) => {
+                            d.help(format!("did you mean `{s}`? label names are capitalised"))
+                        }
+                        Some(s) => d.help(format!("did you mean `{s}`?")),
+                        None => d.help("write the worst label the sink accepts: `tolerate: Run` accepts Run and every better label (Async, Seal)"),
+                    };
+                    self.push(d);
+                }
+            }
+        }
+        Some(SinkDecl {
+            name,
+            tolerate,
+            body: node.span,
+        })
+    }
+
+    pub(super) fn component(&mut self, name: Name, node: &Node) -> Option<ComponentDecl> {
+        let what = format!("component `{}`", name.text);
+        let entries = self.map(node, &what)?;
+        let f = self.fields(
+            entries,
+            &[
+                ("paths", "paths"),
+                ("annotation", "paths"),
+                ("replicated", "replicated"),
+                ("Rep", "replicated"),
+                ("replicas", "replicas"),
+                ("order", "order"),
+            ],
+            &what,
+        );
+        let mut incomplete = false;
+        let mut paths = Vec::new();
+        match f.get("paths") {
+            None if f.was_suggested("paths") => incomplete = true,
+            None => {
+                let d = Diagnostic::new(&codes::MISSING_FIELD, format!("{what} has no `paths`"))
+                    .at(name.span, "declared here")
+                    .help(
+                        "list the component's paths: `paths: [{ from: in, to: out, label: CR }]`",
+                    );
+                self.push(d);
+                incomplete = true;
+            }
+            Some(n) => match self.seq(n, &format!("`paths` of {what}")) {
+                Some(items) => {
+                    // Exactly: growing from empty would allot four paths (640 bytes) to a
+                    // component of one, a third of a big spec's memory.
+                    paths.reserve_exact(items.len());
+                    for item in items {
+                        match self.path(item, &what) {
+                            Some(p) => paths.push(p),
+                            None => incomplete = true,
+                        }
+                    }
+                }
+                None => incomplete = true,
+            },
+        }
+        let mut replicated = false;
+        if let Some(n) = f.get("replicated") {
+            match n.value {
+                Value::Bool(b) => replicated = b,
+                _ => self.wrong_type(n, "true or false", &format!("`replicated` of {what}")),
+            }
+        }
+        let mut replicas = None;
+        if let Some(n) = f.get("replicas") {
+            match n.value {
+                Value::Int(i) if i >= 1 => {
+                    replicas = Some(u64::try_from(i).unwrap_or(u64::MAX));
+                    replicated |= i > 1;
+                }
+                _ => self.error(
+                    &codes::INVALID_VALUE,
+                    n.span,
+                    format!(
+                        "`replicas` of {what} must be a positive integer, but it is {}",
+                        n.describe()
+                    ),
+                    "expected a positive integer",
+                ),
+            }
+        }
+        let order = f.get("order").and_then(|n| match &n.value {
+            Value::Str(s) if s == "global" => Some(OrderDecl::Global(n.span)),
+            Value::Seq(_) => self
+                .key_list(n, &format!("the order of {what}"))
+                .map(OrderDecl::Keys),
+            _ => {
+                self.error(
+                    &codes::INVALID_VALUE,
+                    n.span,
+                    format!(
+                        "`order` of {what} must be `global` or a list of attributes, but it is {}",
+                        n.describe()
+                    ),
+                    "expected `global` or a list",
+                );
+                None
+            }
+        });
+        Some(ComponentDecl {
+            name,
+            paths,
+            replicated,
+            replicas,
+            order,
+            body: node.span,
+            incomplete,
+        })
+    }
+
+    fn path(&mut self, node: &Node, component: &str) -> Option<PathDecl> {
+        let what = format!("a path of {component}");
+        let entries = self.map(node, &what)?;
+        let f = self.fields(
+            entries,
+            &[
+                ("from", "from"),
+                ("to", "to"),
+                ("label", "label"),
+                ("gate", "gate"),
+                ("subscript", "gate"),
+            ],
+            &what,
+        );
+        let mut ok = true;
+        let mut required = |v: &mut Self, field: &str| {
+            let n = f.get(field);
+            if n.is_none() && f.was_suggested(field) {
+                ok = false;
+            } else if n.is_none() {
+                let d = Diagnostic::new(&codes::MISSING_FIELD, format!("{what} has no `{field}`"))
+                    .at(
+                        Span::char_at(v.text, node.span.offset),
+                        format!("`{field}` missing"),
+                    );
+                v.push(d);
+                ok = false;
+            }
+            n
+        };
+        let from = required(self, "from");
+        let to = required(self, "to");
+        let label = required(self, "label");
+        let from = from.and_then(|n| self.name(n, "an input interface name"));
+        let to = to.and_then(|n| self.name(n, "an output interface name"));
+        let mut annotation = None;
+        if let Some(l) = label {
+            match l.as_str() {
+                Some(s) if Annotation::parse(s).is_some() => annotation = Annotation::parse(s),
+                _ => {
+                    let shown = l
+                        .as_str()
+                        .map_or_else(|| l.describe(), |s| format!("`{s}`"));
+                    let mut d = Diagnostic::new(
+                        &codes::UNKNOWN_LABEL,
+                        format!("unknown label {shown} in {what}"),
+                    )
+                    .at(l.span, "not a path label");
+                    let upper = l.as_str().map(|s| s.trim().to_ascii_uppercase());
+                    let hint = upper.as_deref().and_then(|u| {
+                        Annotation::ALL
+                            .iter()
+                            .map(|a| a.as_str())
+                            .find(|a| u.starts_with(a) && u.len() > 2)
+                    });
+                    d = match (
+                        hint,
+                        l.as_str()
+                            .and_then(|s| did_you_mean(s, ["CR", "CW", "OR", "OW"])),
+                    ) {
+                        (Some(a), _) => d.help(format!(
+                            "write the label as `{a}` and the gate in `gate: [...]`"
+                        )),
+                        (None, Some(s)) => {
+                            d.help(format!("did you mean `{s}`? labels are CR, CW, OR, OW"))
+                        }
+                        (None, None) => d.help("labels are CR, CW, OR, OW"),
+                    };
+                    self.push(d);
+                }
+            }
+        }
+        let gate_node = f.get("gate");
+        let mut gate = None;
+        if let Some(g) = gate_node {
+            gate = match &g.value {
+                Value::Str(s) if s == "*" => Some(GateDecl::Star(g.span)),
+                Value::Seq(_) => self
+                    .key_list(g, &format!("the gate of {what}"))
+                    .map(GateDecl::Keys),
+                _ => {
+                    self.wrong_type(
+                        g,
+                        "a list of attributes or \"*\"",
+                        &format!("the gate of {what}"),
+                    );
+                    None
+                }
+            };
+            if gate.is_none() {
+                ok = false;
+            }
+        }
+        if let Some(a) = annotation
+            && gate_node.is_none()
+            && let Some(typo) = f.suggestion("gate")
+        {
+            // `gates:` was taken for `gate`: its did-you-mean says what this path needs.
+            let more = if a.is_confluent() {
+                format!("(a {} path takes no gate: remove the field)", a.as_str())
+            } else {
+                // Dropped like a path missing its gate: an OR/OW path without one is invalid.
+                ok = false;
+                format!(
+                    "(an {} path needs a gate: the partitions within which order matters)",
+                    a.as_str()
+                )
+            };
+            self.amend(typo, &more);
+        } else if let Some(a) = annotation {
+            match (a.is_confluent(), gate_node) {
+                (true, Some(g)) => {
+                    let key = f.key("gate").map_or(g.span, |k| k.span);
+                    let d = Diagnostic::new(&codes::GATE, format!("a {} path takes no gate, but {what} has one", a.as_str()))
+                        .at(key, "gate on a confluent path")
+                        .help("confluent paths (CR, CW) are insensitive to order; remove the gate, or use OR/OW if the path is order-sensitive");
+                    self.push(d);
+                    ok = false;
+                }
+                (false, None) => {
+                    let span = label.map_or(node.span, |l| l.span);
+                    let d = Diagnostic::new(&codes::GATE, format!("an {} path needs a gate, but {what} has none", a.as_str()))
+                        .at(span, "order-sensitive path without a gate")
+                        .help("add `gate: [attributes]` (the partitions within which order matters), or `gate: \"*\"` if unknown");
+                    self.push(d);
+                    ok = false;
+                }
+                _ => {}
+            }
+        }
+        let (Some(from), Some(to), Some(label), true) = (from, to, annotation, ok) else {
+            return None;
+        };
+        Some(PathDecl {
+            from,
+            to,
+            label,
+            label_span: f.get("label").map_or(node.span, |n| n.span),
+            gate,
+            span: node.span,
+        })
+    }
+
+    fn endpoint(&mut self, node: &Node, field: &str) -> Option<Endpoint> {
+        let Some(s) = node.as_str() else {
+            self.wrong_type(
+                node,
+                "an endpoint name (`Component.interface` or a source/sink)",
+                &format!("the stream's `{field}`"),
+            );
+            return None;
+        };
+        let (component, name) = match s.split_once('.') {
+            Some((c, i)) => (Some(c), i),
+            None => (None, s),
+        };
+        let bad = component.is_some_and(|c| c.is_empty())
+            || name.is_empty()
+            || name.contains('.')
+            || s.chars().any(|c| c.is_whitespace() || c.is_control());
+        if bad {
+            self.error(
+                &codes::INVALID_NAME,
+                node.span,
+                format!(
+                    "stream endpoint `{s}` is not `Component.interface` or a plain source/sink name"
+                ),
+                "malformed endpoint",
+            );
+            return None;
+        }
+        Some(Endpoint {
+            text: s.to_string(),
+            span: node.span,
+            dot: component.map(str::len),
+        })
+    }
+
+    pub(super) fn stream(&mut self, node: &Node) -> Option<StreamDecl> {
+        let entries = self.map(node, "a stream")?;
+        let f = self.fields(
+            entries,
+            &[("from", "from"), ("to", "to"), ("seal", "seal")],
+            "a stream",
+        );
+        let mut ends = Vec::new();
+        for field in ["from", "to"] {
+            match f.get(field) {
+                Some(n) => ends.push(self.endpoint(n, field)),
+                None if f.was_suggested(field) => ends.push(None),
+                None => {
+                    let d = Diagnostic::new(
+                        &codes::MISSING_FIELD,
+                        format!("a stream has no `{field}`"),
+                    )
+                    .at(
+                        Span::char_at(self.text, node.span.offset),
+                        format!("`{field}` missing"),
+                    );
+                    self.push(d);
+                    ends.push(None);
+                }
+            }
+        }
+        let seal = match f.get("seal") {
+            Some(n) => Some(self.key_list(n, "the seal of a stream")?),
+            None => None,
+        };
+        let to = ends.pop().flatten()?;
+        let from = ends.pop().flatten()?;
+        Some(StreamDecl {
+            from,
+            to,
+            seal,
+            span: node.span,
+        })
+    }
+}
