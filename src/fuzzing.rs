@@ -82,7 +82,7 @@ pub fn pipeline(bytes: &[u8], options: &Options) -> i32 {
 /// spec; returns the DOT and the plan's JSON, for the determinism check.
 fn plan_and_draw(r: &FileReport, a: &check::Analysed, options: &Options) -> String {
     let plan = crate::plan::plan(&a.dataflow, &crate::plan::Options::default());
-    let json = report::plan_json::render(&r.path, &plan);
+    let json = report::plan_json::render(&r.path, plan.named(&a.dataflow));
     serde_json::from_str::<serde_json::Value>(&json).expect("the plan's JSON parses");
     let planned = report::format::Planned {
         report: r,

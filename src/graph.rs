@@ -218,6 +218,8 @@ impl Dataflow {
 ///
 /// The spec is consumed: its names move into the dataflow, and each declaration is freed as
 /// it is converted, so that a big spec and its dataflow are never in memory whole together.
+/// The declarations keep their order: `CompId(i)` is the spec's `components[i]`, `SourceId(i)`
+/// its `sources[i]` (`plan --apply` edits the spec by the plan's ids).
 pub fn build(spec: Spec, fallback_name: &str) -> (Dataflow, Vec<Diagnostic>) {
     Builder::default().build(spec, fallback_name)
 }

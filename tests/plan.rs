@@ -460,19 +460,24 @@ fn explanations_are_true(ev: &mut Evaluator, p: &Plan) {
         );
         let (back, failing) = points(ev, &without);
         let back: std::collections::BTreeSet<_> = back.difference(&after).cloned().collect();
+        let named = p.named(ev.dataflow());
         let listed: std::collections::BTreeSet<_> = m
             .fixes
             .iter()
             .map(|f| {
                 (
-                    f.component.clone(),
-                    f.input.clone(),
-                    f.output.clone(),
+                    named.component(f.component).to_string(),
+                    named.iface(f.input).to_string(),
+                    named.iface(f.output).to_string(),
                     f.kind,
                 )
             })
             .collect();
-        let sinks: std::collections::BTreeSet<String> = m.sinks.iter().cloned().collect();
+        let sinks: std::collections::BTreeSet<String> = named
+            .sink_names(&m.sinks)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
         assert!(
             listed.is_subset(&back),
             "mechanism {i} lists points that do not come back"
@@ -639,7 +644,7 @@ fn large_specs_use_the_greedy_search_and_say_so() {
     // ordering every reader by key (7 each).
     assert_eq!(p.cost, 40);
     assert!(p.mechanisms.iter().all(|m| m.kind == Kind::AddSeal));
-    let human = blazes::report::plan_human::render("ring.yaml", &p);
+    let human = blazes::report::plan_human::render("ring.yaml", p.named(&df));
     assert!(
         human.contains("greedy (more than 24 candidates; --exact-limit raises it)"),
         "{human}"

@@ -54,17 +54,18 @@ impl Edit {
     }
 }
 
-/// The edits that record a plan's mechanisms.
-pub fn edits(plan: &Plan) -> Vec<Edit> {
+/// The edits that record a plan's mechanisms in `spec`, the spec the plan was made for:
+/// [`graph::build`] keeps the spec's order, so the plan's ids index its declarations.
+pub fn edits(plan: &Plan, spec: &Spec) -> Vec<Edit> {
     plan.mechanisms
         .iter()
         .map(|m| match m.choice {
-            Choice::AddSeal { .. } => Edit::Seal {
-                source: m.on.clone(),
+            Choice::AddSeal { source, .. } => Edit::Seal {
+                source: spec.sources[source.index()].name.text.clone(),
                 key: m.key.clone(),
             },
-            Choice::Order { order, .. } => Edit::Order {
-                component: m.on.clone(),
+            Choice::Order { component, order } => Edit::Order {
+                component: spec.components[component.index()].name.text.clone(),
                 key: match order {
                     Order::Global => None,
                     Order::Keys(_) => Some(m.key.clone()),
@@ -373,27 +374,22 @@ pub fn apply_in(text: &str, spec: &Spec, edits: &[Edit], syntax: Syntax) -> Resu
 }
 
 /// What the spec becomes once the plan is applied: a copy of the dataflow carrying the
-/// plan's [`edits`] (the ones `--apply` writes into the text), and its analysis, run as the
+/// plan's mechanisms (what [`edits`] writes into the text), and its analysis, run as the
 /// planner and [`apply_verified`] run it to verify a plan. The keys are interned again by
 /// name in the copy: the plan's own key sets live in the planner's private key table.
 pub fn applied(df: &Dataflow, plan: &Plan, fail_on: FailOn) -> (Dataflow, analysis::Analysis) {
     let mut copy = df.clone();
-    for e in edits(plan) {
-        match e {
-            Edit::Seal { source, key } => {
-                let key = copy.keys.set_of(key.iter().map(String::as_str));
-                if let Some(s) = copy.sources.iter_mut().find(|s| s.name == source) {
-                    s.seal = Some(key);
-                }
+    for m in &plan.mechanisms {
+        let key = |copy: &mut Dataflow| copy.keys.set_of(m.key.iter().map(String::as_str));
+        match m.choice {
+            Choice::AddSeal { source, .. } => {
+                copy.sources[source.index()].seal = Some(key(&mut copy));
             }
-            Edit::Order { component, key } => {
-                let order = match key {
-                    None => Order::Global,
-                    Some(k) => Order::Keys(copy.keys.set_of(k.iter().map(String::as_str))),
-                };
-                if let Some(c) = copy.component_by_name(&component) {
-                    copy.components[c.index()].order = Some(order);
-                }
+            Choice::Order { component, order } => {
+                copy.components[component.index()].order = Some(match order {
+                    Order::Global => Order::Global,
+                    Order::Keys(_) => Order::Keys(key(&mut copy)),
+                });
             }
         }
     }
@@ -420,7 +416,7 @@ pub fn apply_verified(
     }) else {
         return Err("the spec to edit does not read without errors".to_string());
     };
-    let edits = edits(plan);
+    let edits = edits(plan, &spec);
     let out = apply(text, &spec, &edits)?;
     if is_json(text) && !is_json(&out) {
         return Err(

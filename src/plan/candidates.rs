@@ -17,7 +17,7 @@ pub struct Candidate {
     pub choice: Choice,
     pub cost: u32,
     /// For an add-seal: the components where the seal would be consumed, sorted by name.
-    pub consumers: Vec<String>,
+    pub consumers: Vec<CompId>,
 }
 
 impl Candidate {
@@ -131,23 +131,25 @@ fn candidates_with(
                 if !seen_keys.insert(key) {
                     continue;
                 }
-                let mut consumers: BTreeSet<String> = BTreeSet::new();
+                let mut consumers: Vec<CompId> = Vec::new();
                 for &pi in &points {
                     let p = &base.points[pi];
-                    let c = df.component(p.component);
-                    let gate = c.paths[p.path].gate.unwrap_or(Gate::Star);
-                    if gate.compatible(key, keys) {
-                        consumers.insert(c.name.clone());
+                    let gate = df.component(p.component).paths[p.path].gate;
+                    if gate.unwrap_or(Gate::Star).compatible(key, keys) {
+                        consumers.push(p.component);
                     }
                 }
                 if consumers.is_empty() {
                     continue;
                 }
+                consumers
+                    .sort_unstable_by(|&a, &b| df.component(a).name.cmp(&df.component(b).name));
+                consumers.dedup();
                 let choice = Choice::AddSeal { source: sid, key };
                 out.push(Candidate {
                     choice,
                     cost: cost(df, keys, choice, consumers.len()),
-                    consumers: consumers.into_iter().collect(),
+                    consumers,
                 });
             }
         }

@@ -1,12 +1,13 @@
 //! What the plan says about itself: the long explanation of `blazes explain plan`
 //! ([`EXPLAIN`]), why each mechanism is there (the points of order and sinks that come back
 //! without it), the runtime's part of each mechanism, the seal barriers, the sinks before and
-//! after, and why a sink cannot be repaired. This is where ids become names.
+//! after, and why a sink cannot be repaired. The plan holds ids; names are written here only
+//! into prose (the runtime's part, the reasons), and order what reports list by name.
 
 use std::collections::BTreeSet;
 
 use crate::analysis::{self, PointKind};
-use crate::graph::{CompId, Dataflow, IfaceId, Order};
+use crate::graph::{CompId, Dataflow, IfaceId, Order, SinkId};
 use crate::label::{Gate, KeySet, Label};
 
 use super::candidates::Candidate;
@@ -85,7 +86,7 @@ Exit status: 0 when the spec is ok or the plan repairs it, 1 when it is unrepair
 the spec is invalid or the output cannot be written.
 ";
 
-/// A point of order by name; `iface` holds the labels of the state it was found in (the
+/// A point of order; `iface` holds the labels of the state it was found in (the
 /// input's label and the component's order tell an unordered write from a written `Inst`).
 pub(super) fn point_ref(
     df: &Dataflow,
@@ -98,9 +99,9 @@ pub(super) fn point_ref(
     let path = &c.paths[path];
     let input = iface[path.input.index()].unwrap_or(Label::Async);
     PointRef {
-        component: c.name.clone(),
-        input: df.iface(path.input).name.clone(),
-        output: df.iface(path.output).name.clone(),
+        component,
+        input: path.input,
+        output: path.output,
         annotation: path.annotation.as_str(),
         gate: path.gate.map(|g| g.names(&df.keys)).unwrap_or_default(),
         kind: analysis::point_code(c, path, kind, input, &df.keys).name,
@@ -128,18 +129,43 @@ pub(super) fn barrier_list(
         .barriers
         .iter()
         .map(|b| Barrier {
-            component_id: b.component,
-            input_id: b.input,
-            component: df.component(b.component).name.clone(),
-            input: df.iface(b.input).name.clone(),
+            component: b.component,
+            input: b.input,
             key: names(df, b.key),
             producers: b.producers.clone(),
             cost: b.producers.len().max(1) as u32,
             added: !existing.contains(&(b.component, b.input, b.key)),
         })
         .collect();
-    out.sort_by(|a, b| (&a.component, &a.input).cmp(&(&b.component, &b.input)));
+    out.sort_by(|a, b| {
+        let name = |b: &Barrier| (&df.component(b.component).name, &df.iface(b.input).name);
+        name(a).cmp(&name(b))
+    });
     out
+}
+
+/// Points of order in the order reports list them: by the names of their component, input
+/// and output, then annotation, gate and kind.
+fn sort_points(df: &Dataflow, points: &mut [PointRef]) {
+    let key = |p: &PointRef| {
+        (
+            &df.component(p.component).name,
+            &df.iface(p.input).name,
+            &df.iface(p.output).name,
+            p.annotation,
+            p.gate.clone(),
+            p.kind,
+        )
+    };
+    points.sort_by(|a, b| key(a).cmp(&key(b)));
+}
+
+/// The components `cs`, by name, as a list in a sentence.
+fn component_list(df: &Dataflow, cs: &[CompId]) -> String {
+    cs.iter()
+        .map(|&c| df.component(c).name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What the runtime must provide for a chosen candidate, in a sentence.
@@ -148,14 +174,14 @@ fn runtime_text(df: &Dataflow, cand: &Candidate) -> String {
         Choice::AddSeal { source, key } if key == KeySet::EMPTY => format!(
             "source `{}` marks the end of its stream; {} buffer{} the whole stream until it has ended (a seal barrier)",
             df.sources[source.index()].name,
-            cand.consumers.join(", "),
+            component_list(df, &cand.consumers),
             if cand.consumers.len() == 1 { "s" } else { "" },
         ),
         Choice::AddSeal { source, key } => format!(
             "source `{}` punctuates every `{}` partition; {} buffer{} each partition until it is sealed (a seal barrier)",
             df.sources[source.index()].name,
             df.keys.display(key),
-            cand.consumers.join(", "),
+            component_list(df, &cand.consumers),
             if cand.consumers.len() == 1 { "s" } else { "" },
         ),
         Choice::Order {
@@ -195,7 +221,7 @@ pub(super) fn sink_outcomes(
         .iter()
         .enumerate()
         .map(|(i, s)| SinkOutcome {
-            name: s.name.clone(),
+            sink: SinkId(i as u32),
             tolerate: s.tolerance().as_str(),
             before: label_text(df, base.sinks[i].label),
             after: label_text(df, after.sinks[i].label),
@@ -270,7 +296,7 @@ pub(super) fn reasons(
                 message.push_str("; a gate `*` can only be fixed by a global order");
             }
             Reason {
-                sink: sink.name.clone(),
+                sink: v.sink,
                 label,
                 tolerate: sink.tolerance().as_str(),
                 message,
@@ -311,7 +337,7 @@ pub(super) fn mechanisms(
     for &i in chosen {
         let cp = lab.checkpoint();
         let complete = lab.revert_within(cands[i].choice, EXPLANATION_BUDGET);
-        let fixes: Vec<PointRef> = lab
+        let mut fixes: Vec<PointRef> = lab
             .touched_since(&cp)
             .into_iter()
             .flat_map(|c| {
@@ -324,25 +350,33 @@ pub(super) fn mechanisms(
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
-        let failing: BTreeSet<String> = lab
+        sort_points(ev.dataflow(), &mut fixes);
+        let mut failing: Vec<SinkId> = lab
             .failing_sinks_since(&cp)
             .into_iter()
-            .map(|k| ev.dataflow().sinks[k.index()].name.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
             .collect();
+        let sinks = &ev.dataflow().sinks;
+        failing.sort_by(|a, b| sinks[a.index()].name.cmp(&sinks[b.index()].name));
         lab.rollback(cp);
-        mechanisms.push(mechanism(
-            ev,
-            &cands[i],
-            fixes,
-            complete,
-            failing.into_iter().collect(),
-        ));
+        mechanisms.push(mechanism(ev, &cands[i], fixes, complete, failing));
     }
     lab.rollback(with_plan);
     lab.set_exact(true);
-    mechanisms.sort_by(|a, b| {
-        (a.kind, &a.source, &a.components, &a.key).cmp(&(b.kind, &b.source, &b.components, &b.key))
-    });
+    let d = ev.dataflow();
+    let key = |m: &Mechanism| {
+        (
+            m.kind,
+            m.source.map(|s| &d.sources[s.index()].name),
+            m.components
+                .iter()
+                .map(|&c| &d.component(c).name)
+                .collect::<Vec<_>>(),
+            m.key.clone(),
+        )
+    };
+    mechanisms.sort_by(|a, b| key(a).cmp(&key(b)));
     mechanisms
 }
 
@@ -352,43 +386,31 @@ fn mechanism(
     cand: &Candidate,
     fixes: Vec<PointRef>,
     fixes_complete: bool,
-    sinks: Vec<String>,
+    sinks: Vec<SinkId>,
 ) -> Mechanism {
     let d = ev.dataflow();
-    let (components, source, on, key, replaces) = match cand.choice {
+    let (components, source, key, replaces) = match cand.choice {
         Choice::AddSeal { source, key } => {
-            let name = d.sources[source.index()].name.clone();
-            (
-                cand.consumers.clone(),
-                Some(name.clone()),
-                name,
-                names(d, key),
-                None,
-            )
+            (cand.consumers.clone(), Some(source), names(d, key), None)
         }
-        Choice::Order { component, order } => {
-            let name = d.component(component).name.clone();
-            (
-                vec![name.clone()],
-                None,
-                name,
-                match order {
-                    Order::Keys(k) => names(d, k),
-                    Order::Global => Vec::new(),
-                },
-                match ev.base_order(component) {
-                    Some(Order::Keys(k)) => Some(names(d, k)),
-                    _ => None,
-                },
-            )
-        }
+        Choice::Order { component, order } => (
+            vec![component],
+            None,
+            match order {
+                Order::Keys(k) => names(d, k),
+                Order::Global => Vec::new(),
+            },
+            match ev.base_order(component) {
+                Some(Order::Keys(k)) => Some(names(d, k)),
+                _ => None,
+            },
+        ),
     };
     Mechanism {
         kind: cand.kind(),
         choice: cand.choice,
         components,
         source,
-        on,
         key,
         replaces,
         cost: cand.cost,

@@ -42,8 +42,8 @@ pub use cost::cost;
 pub use evaluator::{Evaluator, upper_bound};
 pub use explain::EXPLAIN;
 pub use model::{
-    Barrier, Choice, Kind, Mechanism, Plan, PointRef, Reason, Search, SearchMode, SinkOutcome,
-    Status,
+    Barrier, Choice, Kind, Mechanism, Named, Plan, PointRef, Reason, Search, SearchMode,
+    SinkOutcome, Status,
 };
 pub use scoring::Score;
 
@@ -130,8 +130,9 @@ impl Default for Options {
 /// assert_eq!(p.status, Status::Repaired);
 /// // The cheapest fix: tweets punctuates each batch, and Count waits for the seal.
 /// assert_eq!(p.mechanisms[0].kind, Kind::AddSeal);
-/// assert_eq!(p.mechanisms[0].on, "tweets");
-/// assert_eq!(p.barriers[0].component, "Count");
+/// let named = p.named(&a.dataflow);
+/// assert_eq!(named.source(p.mechanisms[0].source.unwrap()), "tweets");
+/// assert_eq!(named.component(p.barriers[0].component), "Count");
 /// ```
 pub fn plan(df: &Dataflow, options: &Options) -> Plan {
     let mut ev = Evaluator::new(df, options.fail_on);

@@ -2,12 +2,17 @@
 //! [`Reason`], [`SinkOutcome`]) and the vocabulary it is written in ([`Choice`], [`Kind`],
 //! [`Status`], [`SearchMode`]).
 //!
-//! Ids ([`Choice`]'s, [`Barrier::component_id`]) refer to the dataflow the plan was made for;
-//! names are those the reports print. Key names are kept as text because the planner interns
-//! the key sets it invents (the intersection of two gates) in its own copy of the key table,
-//! so their `KeySet`s mean nothing in the caller's dataflow.
+//! The plan holds ids of the dataflow it was made for (components, interfaces, sources,
+//! sinks); reports turn them into names through [`Named`], the plan seen with that dataflow.
+//! Key names are kept as text because the planner interns the key sets it invents (the
+//! intersection of two gates) in its own copy of the key table, so their `KeySet`s mean
+//! nothing in the caller's dataflow. Labels are text for the same reason, and the prose
+//! (why a sink cannot be repaired, what the runtime must provide) is written where the plan
+//! is explained.
 
-use crate::graph::{CompId, IfaceId, Order, SourceId};
+use std::ops::Deref;
+
+use crate::graph::{CompId, Dataflow, IfaceId, Order, SinkId, SourceId};
 use crate::label::KeySet;
 use crate::runtime;
 
@@ -91,12 +96,12 @@ impl Kind {
     }
 }
 
-/// A point of order, by name, as the reports show it.
+/// A point of order: the path of `component` from `input` to `output`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct PointRef {
-    pub component: String,
-    pub input: String,
-    pub output: String,
+    pub component: CompId,
+    pub input: IfaceId,
+    pub output: IfaceId,
     pub annotation: &'static str,
     pub gate: Vec<String>,
     pub kind: &'static str,
@@ -108,12 +113,10 @@ pub struct Mechanism {
     pub kind: Kind,
     pub choice: Choice,
     /// Where it takes effect: the ordered component, or for an add-seal the components
-    /// that consume the seal.
-    pub components: Vec<String>,
-    pub source: Option<String>,
-    /// What `--apply` writes the mechanism on: the source of an add-seal, the ordered
-    /// component of an order.
-    pub on: String,
+    /// that consume the seal (sorted by name).
+    pub components: Vec<CompId>,
+    /// The source an add-seal seals.
+    pub source: Option<SourceId>,
     /// Sorted by name; empty for a global order.
     pub key: Vec<String>,
     /// For an order: the keys of the component's existing keyed order, which this one
@@ -125,20 +128,19 @@ pub struct Mechanism {
     /// Whether `fixes` and `sinks` are all of them: the removal is followed through at most
     /// [`EXPLANATION_BUDGET`](super::EXPLANATION_BUDGET) components, and what it reaches further is not listed.
     pub fixes_complete: bool,
-    /// Sinks that fail again when this mechanism is removed from the plan.
-    pub sinks: Vec<String>,
+    /// Sinks that fail again when this mechanism is removed from the plan (sorted by name).
+    pub sinks: Vec<SinkId>,
+    /// What the runtime must provide for it, in a sentence.
     pub runtime: String,
 }
 
 /// A seal barrier the runtime must provide once the plan is applied.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Barrier {
-    /// The consuming component, in the planned dataflow.
-    pub component_id: CompId,
-    /// The consuming input, in the planned dataflow.
-    pub input_id: IfaceId,
-    pub component: String,
-    pub input: String,
+    /// The consuming component.
+    pub component: CompId,
+    /// The consuming input.
+    pub input: IfaceId,
     pub key: Vec<String>,
     pub producers: Vec<String>,
     pub cost: u32,
@@ -149,18 +151,19 @@ pub struct Barrier {
 impl Barrier {
     /// What the barrier does, as the human report says it after `component.input`.
     pub fn buffers(&self) -> String {
-        self.prose(false)
+        self.prose(None)
     }
 
-    /// What the runtime must provide, as a sentence naming the component and its input.
-    pub fn runtime(&self) -> String {
-        self.prose(true)
+    /// What the runtime must provide, as a sentence naming the component and its input
+    /// (`df` is the dataflow the plan was made for).
+    pub fn runtime(&self, df: &Dataflow) -> String {
+        self.prose(Some(df))
     }
 
     /// The one wording of a barrier: buffer each partition of its key until every producer
     /// sealed it, or with the empty key (`seal: []`, a bounded stream) the whole stream until
-    /// every producer finished it. `located` names the component and its input.
-    fn prose(&self, located: bool) -> String {
+    /// every producer finished it. With a dataflow, names the component and its input.
+    fn prose(&self, located: Option<&Dataflow>) -> String {
         let producers = if self.producers.is_empty() {
             "its producer".to_string()
         } else {
@@ -168,22 +171,22 @@ impl Barrier {
         };
         let (what, done) = match (self.key.is_empty(), located) {
             (true, _) => ("the whole stream".to_string(), "finished"),
-            (false, false) => (
+            (false, None) => (
                 format!("each [{}] partition", self.key.join(", ")),
                 "sealed",
             ),
-            (false, true) => (
+            (false, Some(_)) => (
                 format!("each partition of `{}`", self.key.join(", ")),
                 "sealed",
             ),
         };
-        if located {
-            format!(
+        match located {
+            Some(df) => format!(
                 "{} buffers {what} on input `{}` until {producers} {done} it",
-                self.component, self.input
-            )
-        } else {
-            format!("buffers {what} until {producers} {done} it")
+                df.component(self.component).name,
+                df.iface(self.input).name
+            ),
+            None => format!("buffers {what} until {producers} {done} it"),
         }
     }
 }
@@ -251,7 +254,7 @@ pub struct Search {
 /// Why a sink cannot be repaired.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reason {
-    pub sink: String,
+    pub sink: SinkId,
     /// The sink's label with every candidate applied.
     pub label: String,
     pub tolerate: &'static str,
@@ -262,7 +265,7 @@ pub struct Reason {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SinkOutcome {
-    pub name: String,
+    pub sink: SinkId,
     pub tolerate: &'static str,
     /// `None` when no source reaches the sink.
     pub before: Option<String>,
@@ -276,9 +279,10 @@ pub struct Plan {
     pub name: String,
     pub status: Status,
     pub search: Search,
-    /// Added mechanisms: add-seals, then keyed orders, then global orders, each by name.
+    /// Added mechanisms: add-seals, then keyed orders, then global orders, each sorted by
+    /// name.
     pub mechanisms: Vec<Mechanism>,
-    /// Seal barriers with the plan applied, by component and input.
+    /// Seal barriers with the plan applied, sorted by the names of component and input.
     pub barriers: Vec<Barrier>,
     pub reasons: Vec<Reason>,
     pub sinks: Vec<SinkOutcome>,
@@ -291,5 +295,83 @@ impl Plan {
     /// The choices to write into the spec.
     pub fn choices(&self) -> Vec<Choice> {
         self.mechanisms.iter().map(|m| m.choice).collect()
+    }
+
+    /// The plan with the dataflow it was made for (`plan::plan`'s argument, or the checked
+    /// dataflow it was a copy of), to read it by name.
+    pub fn named<'a>(&'a self, df: &'a Dataflow) -> Named<'a> {
+        Named {
+            plan: self,
+            dataflow: df,
+        }
+    }
+}
+
+/// A plan read with the dataflow it was made for: where the plan's ids become the names every
+/// plan format prints. Dereferences to the [`Plan`].
+///
+/// ```
+/// use blazes::check::{self, Outcome};
+/// use blazes::plan;
+///
+/// let spec = "
+/// sources:
+///   tweets: {}
+/// components:
+///   Count:
+///     paths:
+///       - { from: words, to: counts, label: OW, gate: [word] }
+/// streams:
+///   - { from: tweets, to: Count.words }
+///   - { from: Count.counts, to: db }
+/// sinks:
+///   db: {}
+/// ";
+/// let report = check::check_bytes("count.yaml", spec.as_bytes(), &Default::default());
+/// let Outcome::Analysed(a) = &report.outcome else { panic!("a valid spec") };
+/// let p = plan::plan(&a.dataflow, &plan::Options::default());
+/// let named = p.named(&a.dataflow);
+/// // The cheapest fix orders Count by word; the mechanism holds Count's id.
+/// assert_eq!(named.component_names(&named.mechanisms[0].components), ["Count"]);
+/// assert_eq!(named.sink_names(&named.mechanisms[0].sinks), ["db"]);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Named<'a> {
+    pub plan: &'a Plan,
+    pub dataflow: &'a Dataflow,
+}
+
+impl<'a> Named<'a> {
+    pub fn component(&self, c: CompId) -> &'a str {
+        &self.dataflow.component(c).name
+    }
+
+    pub fn component_names(&self, cs: &[CompId]) -> Vec<&'a str> {
+        cs.iter().map(|&c| self.component(c)).collect()
+    }
+
+    /// An interface's name, without its component.
+    pub fn iface(&self, i: IfaceId) -> &'a str {
+        &self.dataflow.iface(i).name
+    }
+
+    pub fn source(&self, s: SourceId) -> &'a str {
+        &self.dataflow.sources[s.index()].name
+    }
+
+    pub fn sink(&self, k: SinkId) -> &'a str {
+        &self.dataflow.sinks[k.index()].name
+    }
+
+    pub fn sink_names(&self, ks: &[SinkId]) -> Vec<&'a str> {
+        ks.iter().map(|&k| self.sink(k)).collect()
+    }
+}
+
+impl Deref for Named<'_> {
+    type Target = Plan;
+
+    fn deref(&self) -> &Plan {
+        self.plan
     }
 }

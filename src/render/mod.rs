@@ -87,8 +87,8 @@ pub fn mechanisms(plan: &crate::plan::Plan) -> Vec<Drawn> {
     // The plan was made for this dataflow (or a copy with the plan's edits): its ids are
     // this dataflow's.
     out.extend(plan.barriers.iter().map(|b| Drawn::Barrier {
-        component: b.component_id,
-        input: b.input_id,
+        component: b.component,
+        input: b.input,
         key: b.key.clone(),
         added: b.added,
     }));

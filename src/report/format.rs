@@ -33,8 +33,8 @@ use std::path::Path;
 
 use super::plan_json::{Applied, PlannedFile};
 use super::{github, human, json, plan_human, plan_json, plan_yaml, sarif};
-use crate::check::FileReport;
-use crate::plan::Plan;
+use crate::check::{FileReport, Outcome};
+use crate::plan::{Named, Plan};
 
 /// What a format may need besides the reports; each reads only what applies to it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -84,13 +84,21 @@ pub struct Planned<'a> {
 }
 
 impl<'a> Planned<'a> {
+    /// The plan with the dataflow it was made for (the report's), which names its ids.
+    pub fn named(&self) -> Option<Named<'a>> {
+        match (&self.report.outcome, self.plan) {
+            (Outcome::Analysed(a), Some(plan)) => Some(plan.named(&a.dataflow)),
+            _ => None,
+        }
+    }
+
     /// The entry of the versioned plan document (JSON, YAML) for this spec.
     pub fn file(&self) -> PlannedFile<'a> {
         PlannedFile {
             path: &self.report.path,
             text: &self.report.text,
             diagnostics: self.report.diagnostics(),
-            plan: self.plan,
+            plan: self.named(),
             applied: self.applied,
         }
     }

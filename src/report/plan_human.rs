@@ -2,10 +2,10 @@
 //! (what, where, cost, why, what the runtime must provide), then the sinks and the totals.
 
 use super::format::{Format, PlanWrite, Planned, Settings};
-use crate::plan::{Kind, Plan, PointRef, Status};
+use crate::plan::{Kind, Named, PointRef, Status};
 use crate::vocabulary::plural;
 
-fn point(p: &PointRef) -> String {
+fn point(plan: &Named, p: &PointRef) -> String {
     let gate = if p.gate.is_empty() {
         String::new()
     } else {
@@ -20,7 +20,10 @@ fn point(p: &PointRef) -> String {
     };
     format!(
         "{} {} -> {} {}{gate} ({kind})",
-        p.component, p.input, p.output, p.annotation
+        plan.component(p.component),
+        plan.iface(p.input),
+        plan.iface(p.output),
+        p.annotation
     )
 }
 
@@ -29,11 +32,16 @@ fn label(l: &Option<String>) -> &str {
     l.as_deref().unwrap_or("(no source reaches it)")
 }
 
-fn list(items: &[String]) -> String {
-    items.join(", ")
+fn list<S: AsRef<str>>(items: &[S]) -> String {
+    items
+        .iter()
+        .map(AsRef::as_ref)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-pub fn render(path: &str, plan: &Plan) -> String {
+/// The plan of one valid spec (`path` as the user wrote it).
+pub fn render(path: &str, plan: Named) -> String {
     let mut s = String::new();
     let head = match plan.status {
         Status::Ok => "ok, nothing to coordinate".to_string(),
@@ -50,7 +58,7 @@ pub fn render(path: &str, plan: &Plan) -> String {
             Kind::AddSeal => format!(
                 "add `seal: [{}]` to source `{}`",
                 list(&m.key),
-                m.source.as_deref().unwrap_or("?")
+                m.source.map_or("?", |s| plan.source(s))
             ),
             Kind::KeyedOrder | Kind::GlobalOrder => {
                 let order = match m.kind {
@@ -61,14 +69,17 @@ pub fn render(path: &str, plan: &Plan) -> String {
                     Some(old) => format!(
                         "replace `order: [{}]` with {order} on {}",
                         list(old),
-                        list(&m.components)
+                        list(&plan.component_names(&m.components))
                     ),
-                    None => format!("add {order} to {}", list(&m.components)),
+                    None => format!(
+                        "add {order} to {}",
+                        list(&plan.component_names(&m.components))
+                    ),
                 }
             }
             Kind::SealBarrier => String::new(),
         };
-        let mut fixes: Vec<String> = m.fixes.iter().map(point).collect();
+        let mut fixes: Vec<String> = m.fixes.iter().map(|p| point(&plan, p)).collect();
         if !m.fixes_complete {
             fixes.push(format!(
                 "and possibly more (its removal was followed through {} components)",
@@ -87,7 +98,7 @@ pub fn render(path: &str, plan: &Plan) -> String {
             if m.sinks.is_empty() {
                 "-".to_string()
             } else {
-                list(&m.sinks)
+                list(&plan.sink_names(&m.sinks))
             },
             m.runtime
         ));
@@ -96,8 +107,8 @@ pub fn render(path: &str, plan: &Plan) -> String {
         s.push_str(&format!(
             "  {:<13} {}.{} {} (cost {}, {})\n",
             Kind::SealBarrier.as_str(),
-            b.component,
-            b.input,
+            plan.component(b.component),
+            plan.iface(b.input),
             b.buffers(),
             b.cost,
             if b.added {
@@ -110,12 +121,13 @@ pub fn render(path: &str, plan: &Plan) -> String {
     for r in &plan.reasons {
         s.push_str(&format!(
             "  unrepairable  sink `{}`: {}\n",
-            r.sink, r.message
+            plan.sink(r.sink),
+            r.message
         ));
         for p in &r.points {
             s.push_str(&format!(
                 "                remaining point of order: {}\n",
-                point(p)
+                point(&plan, p)
             ));
         }
     }
@@ -123,10 +135,11 @@ pub fn render(path: &str, plan: &Plan) -> String {
         .sinks
         .iter()
         .map(|k| {
+            let name = plan.sink(k.sink);
             if k.before == k.after {
-                format!("{} {}", k.name, label(&k.after))
+                format!("{name} {}", label(&k.after))
             } else {
-                format!("{} {} -> {}", k.name, label(&k.before), label(&k.after))
+                format!("{name} {} -> {}", label(&k.before), label(&k.after))
             }
         })
         .collect();
@@ -167,7 +180,7 @@ fn write_format(
 ) -> std::io::Result<()> {
     let mut text = String::new();
     for p in planned {
-        match p.plan {
+        match p.named() {
             Some(plan) => text.push_str(&render(&p.report.path, plan)),
             None => text.push_str(&super::human::render(
                 std::slice::from_ref(p.report),

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::format::{Format, PlanWrite, Planned, Settings};
 use crate::diagnostic::{Diagnostic, LineIndex, Severity};
-use crate::plan::{Kind, Plan, PointRef};
+use crate::plan::{Kind, Named, PointRef};
 
 pub const VERSION: u32 = 2;
 
@@ -59,7 +59,7 @@ pub struct PlannedFile<'a> {
     /// them all; a valid one's only the warnings (its findings are what the plan fixes).
     pub diagnostics: &'a [Diagnostic],
     /// `None` when the spec is invalid.
-    pub plan: Option<&'a Plan>,
+    pub plan: Option<Named<'a>>,
     pub applied: Option<&'a Applied>,
 }
 
@@ -101,11 +101,11 @@ fn applied_json(a: Option<&Applied>) -> Value {
     })
 }
 
-fn point_json(p: &PointRef) -> Value {
+fn point_json(plan: &Named, p: &PointRef) -> Value {
     json!({
-        "component": p.component,
-        "input": p.input,
-        "output": p.output,
+        "component": plan.component(p.component),
+        "input": plan.iface(p.input),
+        "output": plan.iface(p.output),
         "annotation": p.annotation,
         "gate": p.gate,
         "kind": p.kind,
@@ -129,27 +129,29 @@ pub fn file_value(f: &PlannedFile) -> Value {
         .mechanisms
         .iter()
         .map(|m| {
+            let components = plan.component_names(&m.components);
             json!({
                 "kind": m.kind.as_str(),
-                "component": m.components.first(),
-                "components": m.components,
-                "source": m.source,
+                "component": components.first(),
+                "components": components,
+                "source": m.source.map(|s| plan.source(s)),
                 "key": m.key,
                 "replaces": m.replaces.as_ref().map(|k| json!({ "order": k })),
                 "cost": m.cost,
-                "fixes": m.fixes.iter().map(point_json).collect::<Vec<_>>(),
+                "fixes": m.fixes.iter().map(|p| point_json(&plan, p)).collect::<Vec<_>>(),
                 "fixes_complete": m.fixes_complete,
-                "sinks": m.sinks,
+                "sinks": plan.sink_names(&m.sinks),
                 "runtime": m.runtime,
             })
         })
         .collect();
     mechanisms.extend(plan.barriers.iter().map(|b| {
+        let component = plan.component(b.component);
         json!({
             "kind": Kind::SealBarrier.as_str(),
-            "component": b.component,
-            "components": [b.component],
-            "input": b.input,
+            "component": component,
+            "components": [component],
+            "input": plan.iface(b.input),
             "source": Value::Null,
             "key": b.key,
             "replaces": Value::Null,
@@ -159,7 +161,7 @@ pub fn file_value(f: &PlannedFile) -> Value {
             "fixes": [],
             "fixes_complete": true,
             "sinks": [],
-            "runtime": b.runtime(),
+            "runtime": b.runtime(plan.dataflow),
         })
     }));
     json!({
@@ -179,7 +181,7 @@ pub fn file_value(f: &PlannedFile) -> Value {
         "barrier_cost": plan.barrier_cost,
         "mechanisms": mechanisms,
         "sinks": plan.sinks.iter().map(|s| json!({
-            "name": s.name,
+            "name": plan.sink(s.sink),
             "tolerate": s.tolerate,
             "before": s.before,
             "after": s.after,
@@ -187,11 +189,11 @@ pub fn file_value(f: &PlannedFile) -> Value {
             "failing_after": s.failing_after,
         })).collect::<Vec<_>>(),
         "reasons": plan.reasons.iter().map(|r| json!({
-            "sink": r.sink,
+            "sink": plan.sink(r.sink),
             "label": r.label,
             "tolerate": r.tolerate,
             "message": r.message,
-            "points_of_order": r.points.iter().map(point_json).collect::<Vec<_>>(),
+            "points_of_order": r.points.iter().map(|p| point_json(&plan, p)).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })
 }
@@ -212,7 +214,7 @@ pub fn render_files(files: &[PlannedFile]) -> String {
 }
 
 /// One valid spec's plan (`path` as the user wrote it), with no diagnostics and nothing applied.
-pub fn single<'a>(path: &'a str, plan: &'a Plan) -> PlannedFile<'a> {
+pub fn single<'a>(path: &'a str, plan: Named<'a>) -> PlannedFile<'a> {
     PlannedFile {
         path,
         text: "",
@@ -223,7 +225,7 @@ pub fn single<'a>(path: &'a str, plan: &'a Plan) -> PlannedFile<'a> {
 }
 
 /// The document of one valid spec's plan.
-pub fn render(path: &str, plan: &Plan) -> String {
+pub fn render(path: &str, plan: Named) -> String {
     render_files(&[single(path, plan)])
 }
 

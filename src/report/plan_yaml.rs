@@ -3,7 +3,7 @@
 
 use super::format::{Format, PlanWrite, Planned, Settings};
 use super::plan_json::{self, PlannedFile};
-use crate::plan::Plan;
+use crate::plan::Named;
 
 /// The document for the specs of one invocation.
 pub fn render_files(files: &[PlannedFile]) -> String {
@@ -16,7 +16,7 @@ pub fn render_files(files: &[PlannedFile]) -> String {
 }
 
 /// The document of one valid spec's plan.
-pub fn render(path: &str, plan: &Plan) -> String {
+pub fn render(path: &str, plan: Named) -> String {
     render_files(&[plan_json::single(path, plan)])
 }
 
