@@ -15,20 +15,25 @@
 //! The graph is built as `graphviz-rust` structures and printed to DOT text. Node ids are
 //! indices, never names, and everything is emitted in IR order: the same spec always gives
 //! byte-identical DOT. Running `dot` to get SVG is IO and lives in [`svg`], used by the CLI.
+//! The DOT vocabulary (colours, pens, escaping, statements) is in `dot`, the sources', sinks'
+//! and components' nodes in `nodes`; this module lays out the graph, its edges and
+//! mechanisms.
 
+mod dot;
+mod nodes;
 pub mod svg;
 
 use std::collections::BTreeMap;
 
-use graphviz_rust::dot_structures::{
-    Attribute, Edge, EdgeTy, Graph, GraphAttributes, Id, Node, NodeId, Stmt, Subgraph, Vertex,
-};
+use graphviz_rust::dot_structures::{Graph, GraphAttributes, Id, Stmt, Subgraph};
 use graphviz_rust::printer::{DotPrinter, PrinterContext};
 
 use crate::analysis::{Analysis, FailOn, PointOfOrder};
-use crate::graph::{CompId, Consumer, Dataflow, IfaceId, Order, Producer, SourceId};
+use crate::graph::{CompId, Consumer, Dataflow, IfaceId, Producer, SourceId};
 use crate::label::Label;
 use crate::vocabulary;
+use dot::*;
+use nodes::{component_node, sinks, sources};
 
 /// A coordination mechanism to draw where it goes.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -95,119 +100,6 @@ pub fn mechanisms(plan: &crate::plan::Plan) -> Vec<Drawn> {
     out
 }
 
-const FONT: &str = "Helvetica";
-const GREY: &str = "#9e9e9e";
-const ALARM: &str = "#b71c1c";
-
-/// Colour and pen width of a label: calm for deterministic contents, increasingly alarming
-/// for Run, Inst, Diverge; grey for what no source reaches.
-fn style_of(l: Option<Label>) -> (&'static str, &'static str) {
-    match l {
-        None => (GREY, "1"),
-        Some(Label::Seal(_)) => ("#2e7d32", "1.5"),
-        Some(Label::Async) => ("#1565c0", "1.5"),
-        Some(Label::Run) => ("#ef8f00", "2"),
-        Some(Label::Inst) => ("#e65100", "2.5"),
-        Some(Label::Diverge) => (ALARM, "3"),
-    }
-}
-
-fn label_text(l: Option<Label>, df: &Dataflow) -> String {
-    // An edge label must stay short; the legend says what it means.
-    l.map_or_else(|| "no source".to_string(), |l| l.display(&df.keys))
-}
-
-/// Escapes text for a Graphviz HTML-like label.
-fn html(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// A quoted DOT string.
-fn quoted(s: &str) -> Id {
-    Id::Escaped(format!(
-        "\"{}\"",
-        s.replace('\\', "\\\\").replace('"', "\\\"")
-    ))
-}
-
-fn attr(k: &str, v: &str) -> Attribute {
-    Attribute(Id::Plain(k.to_string()), quoted(v))
-}
-
-fn html_attr(k: &str, table: &str) -> Attribute {
-    Attribute(Id::Plain(k.to_string()), Id::Html(format!("<{table}>")))
-}
-
-fn node(id: &str, attrs: Vec<Attribute>) -> Stmt {
-    Stmt::Node(Node::new(NodeId(Id::Plain(id.to_string()), None), attrs))
-}
-
-fn edge(from: &str, to: &str, attrs: Vec<Attribute>) -> Stmt {
-    Stmt::Edge(Edge {
-        ty: EdgeTy::Pair(
-            Vertex::N(NodeId(Id::Plain(from.to_string()), None)),
-            Vertex::N(NodeId(Id::Plain(to.to_string()), None)),
-        ),
-        attributes: attrs,
-    })
-}
-
-/// An HTML table of rows; each row is `(html content, background colour)`.
-fn table(rows: &[(String, Option<&str>)]) -> String {
-    let mut s =
-        String::from(r#"<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2">"#);
-    for (content, bg) in rows {
-        match bg {
-            Some(c) => s.push_str(&format!(r#"<TR><TD BGCOLOR="{c}">{content}</TD></TR>"#)),
-            None => s.push_str(&format!("<TR><TD>{content}</TD></TR>")),
-        }
-    }
-    s.push_str("</TABLE>");
-    s
-}
-
-fn small(s: &str, color: Option<&str>) -> String {
-    match color {
-        Some(c) => format!(r#"<FONT POINT-SIZE="9" COLOR="{c}">{s}</FONT>"#),
-        None => format!(r#"<FONT POINT-SIZE="9">{s}</FONT>"#),
-    }
-}
-
-fn comp_id(c: CompId) -> String {
-    format!("c{}", c.0)
-}
-
-/// Labelled edge attributes for a stream carrying `l`.
-fn stream_attrs(l: Option<Label>, df: &Dataflow, tooltip: &str) -> Vec<Attribute> {
-    let (color, width) = style_of(l);
-    let mut a = vec![
-        html_attr(
-            "label",
-            &format!(
-                r#"<FONT COLOR="{color}">{}</FONT>"#,
-                html(&label_text(l, df))
-            ),
-        ),
-        attr("color", color),
-        attr("penwidth", width),
-        attr("tooltip", tooltip),
-    ];
-    if l.is_none() {
-        a.push(attr("style", "dashed"));
-    }
-    a
-}
-
 /// Where a stream into `input` enters the drawing, and the head label it carries there.
 struct Entry {
     node: String,
@@ -243,10 +135,6 @@ pub fn plan_dot(df: &Dataflow, plan: &crate::plan::Plan, fail_on: FailOn) -> Str
     };
     build(&after_df, &after, &drawn, Some(&caption))
 }
-
-/// Colour of what a plan adds, and its background in tables.
-const PLAN: &str = "#00695c";
-const PLAN_BG: &str = "#e0f2f1";
 
 /// The legend of a plan's picture: what the colours of the labels and the marks mean.
 fn legend() -> Stmt {
@@ -599,198 +487,4 @@ fn build(df: &Dataflow, an: &Analysis, drawn: &[Drawn], caption: Option<&str>) -
     let mut s = g.print(&mut PrinterContext::default());
     s.push('\n');
     s
-}
-
-fn sources(df: &Dataflow, add_seals: &BTreeMap<SourceId, Vec<String>>, stmts: &mut Vec<Stmt>) {
-    for (i, s) in df.sources.iter().enumerate() {
-        let mut rows = vec![(format!("<B>{}</B>", html(&s.name)), None)];
-        let added = add_seals.get(&SourceId(i as u32));
-        // In a plan's picture the source already carries the added seal: drawn once, marked.
-        if let Some(k) = s.seal.filter(|_| added.is_none()) {
-            rows.push((
-                small(&format!("seal: {}", html(&df.keys.display(k))), None),
-                None,
-            ));
-        }
-        for k in &s.sealable {
-            rows.push((
-                small(&format!("sealable: {}", html(&df.keys.display(*k))), None),
-                None,
-            ));
-        }
-        if let Some(k) = added {
-            rows.push((
-                small(
-                    &format!("<B>+</B> seal: {}", html(&k.join(", "))),
-                    Some(PLAN),
-                ),
-                Some(PLAN_BG),
-            ));
-        }
-        let unused = s.streams.is_empty();
-        let tooltip = match added {
-            Some(k) => format!(
-                "source {}, seal on {} added by the plan",
-                s.name,
-                k.join(", ")
-            ),
-            None => format!("source {}", s.name),
-        };
-        let mut a = vec![
-            attr("shape", "cds"),
-            html_attr("label", &table(&rows)),
-            attr("tooltip", &tooltip),
-        ];
-        if added.is_some() {
-            a.push(attr("color", PLAN));
-            a.push(attr("style", "dashed,bold"));
-        } else if unused {
-            a.push(attr("color", GREY));
-            a.push(attr("fontcolor", GREY));
-            a.push(attr("style", "dashed"));
-        }
-        stmts.push(node(&format!("s{i}"), a));
-    }
-}
-
-fn sinks(df: &Dataflow, an: &Analysis, stmts: &mut Vec<Stmt>) {
-    for (i, s) in df.sinks.iter().enumerate() {
-        let v = &an.sinks[i];
-        let shown = match s.implicit {
-            Some(o) => df.iface_name(o),
-            None => s.name.clone(),
-        };
-        let mut rows = vec![(format!("<B>{}</B>", html(&shown)), None)];
-        if s.implicit.is_some() {
-            rows.push((small("implicit sink", None), None));
-        }
-        if let Some(t) = s.tolerate {
-            rows.push((
-                small(&format!("tolerate: {}", html(t.as_str())), None),
-                None,
-            ));
-        }
-        let (color, _) = style_of(v.label);
-        if v.failing {
-            rows.push((
-                small(
-                    &format!("✗ receives {}", html(&label_text(v.label, df))),
-                    Some(ALARM),
-                ),
-                Some("#ffebee"),
-            ));
-        }
-        let mut a = vec![
-            attr("shape", "cylinder"),
-            html_attr("label", &table(&rows)),
-            attr(
-                "tooltip",
-                &format!("sink {shown}: receives {}", label_text(v.label, df)),
-            ),
-        ];
-        if v.label.is_none() {
-            a.push(attr("color", GREY));
-            a.push(attr("fontcolor", GREY));
-            a.push(attr("style", "dashed"));
-        } else if v.failing {
-            a.push(attr("color", ALARM));
-            a.push(attr("penwidth", "2"));
-        } else {
-            a.push(attr("color", color));
-        }
-        if s.implicit.is_some() && v.label.is_some() {
-            a.push(attr("style", "dashed"));
-        }
-        stmts.push(node(&format!("k{i}"), a));
-    }
-}
-
-/// `ordered_by_plan`: the component's order is drawn as an added ordering node, so its own
-/// `order:` row (which in a plan's picture is that same order) is left out.
-fn component_node(
-    df: &Dataflow,
-    an: &Analysis,
-    cid: CompId,
-    points: &[&PointOfOrder],
-    ordered_by_plan: bool,
-) -> Stmt {
-    let c = df.component(cid);
-    let mut rows = vec![(format!("<B>{}</B>", html(&c.name)), None)];
-    if c.replicated {
-        rows.push((small("replicated", Some("#4a148c")), None));
-    }
-    match c.order.filter(|_| !ordered_by_plan) {
-        Some(Order::Global) => rows.push((small("order: global", None), None)),
-        Some(Order::Keys(k)) => rows.push((
-            small(&format!("order: {}", html(&df.keys.display(k))), None),
-            None,
-        )),
-        None => {}
-    }
-    for (pi, p) in c.paths.iter().enumerate() {
-        // Only order-sensitive paths have a gate to show (a valid spec gives no other one).
-        let gate = p.gate.filter(|_| !p.annotation.is_confluent());
-        let ann = vocabulary::signature(p.annotation, gate, &df.keys);
-        let text = format!(
-            "{} → {}  {}",
-            html(&df.iface(p.input).name),
-            html(&df.iface(p.output).name),
-            html(&ann)
-        );
-        match points.iter().find(|pt| pt.path == pi) {
-            Some(pt) => {
-                // The point's diagnostic code names it, as in every other format.
-                let why = crate::analysis::point_code(c, p, pt.kind, pt.input_label, &df.keys)
-                    .name
-                    .replace('-', " ");
-                rows.push((
-                    small(
-                        &format!(
-                            "⚠ {text}<BR/>point of order: {why} of {}",
-                            html(&pt.input_label.display(&df.keys))
-                        ),
-                        Some(ALARM),
-                    ),
-                    Some("#ffebee"),
-                ));
-            }
-            None => rows.push((small(&text, None), None)),
-        }
-    }
-    let unreached = c
-        .inputs
-        .iter()
-        .all(|i| an.labels.iface[i.index()].is_none());
-    let mut a = vec![
-        attr("shape", if c.replicated { "box3d" } else { "box" }),
-        html_attr("label", &table(&rows)),
-        attr(
-            "tooltip",
-            &format!(
-                "component {}{}",
-                c.name,
-                if c.replicated { " (replicated)" } else { "" }
-            ),
-        ),
-    ];
-    if unreached {
-        a.push(attr("color", GREY));
-        a.push(attr("fontcolor", GREY));
-        a.push(attr("style", "dashed"));
-    } else if !points.is_empty() {
-        a.push(attr("color", ALARM));
-        a.push(attr("penwidth", "2"));
-    }
-    node(&comp_id(cid), a)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escapes() {
-        assert_eq!(html("a<b>&\"c"), "a&lt;b&gt;&amp;&quot;c");
-        assert_eq!(quoted("a\"b\\"), Id::Escaped("\"a\\\"b\\\\\"".into()));
-    }
 }
