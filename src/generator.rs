@@ -34,21 +34,44 @@ impl Default for GenOptions {
     }
 }
 
-/// SplitMix64: tiny, fast, and good enough for test data; no dependency for a small need.
-struct Rng(u64);
+/// The seeded random source of `blazes gen` and of the tests' generated specs and schedules
+/// (`tests/common` uses this one): SplitMix64, tiny, fast, and good enough for test data; no
+/// dependency for a small need. The same seed gives the same numbers on every platform.
+///
+/// ```
+/// use blazes::generator::Rng;
+///
+/// let mut a = Rng(7);
+/// let mut b = Rng(7);
+/// assert_eq!(a.next(), b.next());
+/// assert!(a.below(10) < 10);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Rng(pub u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    /// The next number of the sequence.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     }
-    fn below(&mut self, n: usize) -> usize {
+
+    /// A number in `0..n` (`0` when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
-    fn chance(&mut self, p: f64) -> bool {
+
+    /// True `percent` times in a hundred.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+
+    /// True with probability `p` (a share from 0 to 1, as [`GenOptions`] gives them).
+    pub fn share(&mut self, p: f64) -> bool {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
     }
 }
@@ -81,7 +104,7 @@ pub fn generate(o: &GenOptions) -> String {
     let _ = writeln!(out, "name: gen-{n}-{}", o.seed);
     out.push_str("sources:\n");
     for s in 0..sources {
-        if rng.chance(o.sealed_share) {
+        if rng.share(o.sealed_share) {
             let k = key(&mut rng, 1);
             let _ = writeln!(out, "  src{s}: {{ seal: [{}] }}", k.join(", "));
         } else {
@@ -96,10 +119,10 @@ pub fn generate(o: &GenOptions) -> String {
     out.push_str("components:\n");
     for c in 0..n {
         let layer = c / width;
-        has_fb[c] = layer > 0 && layer + 1 < layers && rng.chance(o.cycle_share);
-        has_aux[c] = rng.chance(0.3);
+        has_fb[c] = layer > 0 && layer + 1 < layers && rng.share(o.cycle_share);
+        has_aux[c] = rng.share(0.3);
         let _ = writeln!(out, "  C{c}:");
-        if rng.chance(o.replicated_share) {
+        if rng.share(o.replicated_share) {
             out.push_str("    replicated: true\n");
         }
         out.push_str("    paths:\n");
@@ -112,7 +135,7 @@ pub fn generate(o: &GenOptions) -> String {
                 _ => ("OR", true),
             };
             if gated {
-                let gate = if rng.chance(0.05) {
+                let gate = if rng.share(0.05) {
                     "\"*\"".to_string()
                 } else {
                     format!("[{}]", key(rng, 3).join(", "))
