@@ -8,6 +8,8 @@ use crate::diagnostic::{self, Diagnostic, Severity};
 use crate::graph::{self, Dataflow};
 use crate::spec::{self, Limits};
 
+/// How to check a spec: the failure threshold, the resource limits, and whether findings
+/// carry their provenance notes. `Default` is what `blazes check` does without flags.
 #[derive(Clone, Debug)]
 pub struct Options {
     pub fail_on: FailOn,
@@ -27,6 +29,7 @@ impl Default for Options {
     }
 }
 
+/// What checking a spec gave: diagnostics only, or the analysed dataflow.
 #[derive(Debug)]
 pub enum Outcome {
     /// The spec could not be read or is invalid: only diagnostics (all errors of the file).
@@ -45,6 +48,7 @@ pub struct Analysed {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// The result of checking one spec: what every report format reads.
 #[derive(Debug)]
 pub struct FileReport {
     /// The path as the user wrote it (`<stdin>` for standard input).
@@ -54,12 +58,17 @@ pub struct FileReport {
     pub outcome: Outcome,
 }
 
-/// Exit statuses, as ripgrep and the issue define them.
+/// Exit status of a spec whose sinks all pass. The statuses are ripgrep's: 0 clean, 1
+/// findings, 2 errors.
 pub const EXIT_CLEAN: i32 = 0;
+/// A sink fails (or a plan is unrepairable).
 pub const EXIT_FINDINGS: i32 = 1;
+/// The spec is invalid, or could not be read or written.
 pub const EXIT_INVALID: i32 = 2;
 
 impl FileReport {
+    /// `blazes check`'s exit status for this spec: [`EXIT_CLEAN`], [`EXIT_FINDINGS`] or
+    /// [`EXIT_INVALID`].
     pub fn exit_code(&self) -> i32 {
         match &self.outcome {
             Outcome::Invalid(_) => EXIT_INVALID,
@@ -68,6 +77,8 @@ impl FileReport {
         }
     }
 
+    /// Every diagnostic of the spec (the reader's, the graph's and the analysis'), sorted by
+    /// position.
     pub fn diagnostics(&self) -> &[Diagnostic] {
         match &self.outcome {
             Outcome::Invalid(d) => d,
@@ -85,7 +96,33 @@ fn stem(path: &str) -> String {
         .to_string()
 }
 
-/// Reads and analyses one spec. `path` is only used for naming.
+/// Reads and analyses one spec: everything `blazes check` does but printing. `path` is only
+/// used for naming (the dataflow is named after its stem when the spec has no `name:`).
+///
+/// ```
+/// use blazes::check::{self, EXIT_FINDINGS, Outcome};
+///
+/// let spec = "
+/// sources:
+///   tweets: {}
+/// components:
+///   Count:
+///     paths:
+///       - { from: words, to: counts, label: OW, gate: [word] }
+/// streams:
+///   - { from: tweets, to: Count.words }
+///   - { from: Count.counts, to: db }
+/// sinks:
+///   db: {}
+/// ";
+/// let report = check::check_bytes("count.yaml", spec.as_bytes(), &Default::default());
+/// assert_eq!(report.exit_code(), EXIT_FINDINGS);
+/// // Count writes its state in arrival order: an unordered write (C001), and `db` fails (C004).
+/// let codes: Vec<&str> = report.diagnostics().iter().map(|d| d.code.id).collect();
+/// assert_eq!(codes, ["C001", "C004"]);
+/// let Outcome::Analysed(a) = &report.outcome else { panic!("a valid spec") };
+/// assert_eq!(a.dataflow.name, "count");
+/// ```
 pub fn check_bytes(path: &str, bytes: &[u8], options: &Options) -> FileReport {
     check_owned(path, bytes.to_vec(), options)
 }

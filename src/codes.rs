@@ -6,6 +6,7 @@
 
 use crate::diagnostic::Severity;
 
+/// A diagnostic code: its stable id (`C001`), name, default severity and texts.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Code {
     pub id: &'static str,

@@ -16,6 +16,7 @@ pub struct Span {
 }
 
 impl Span {
+    /// `len` bytes from `offset`.
     pub fn new(offset: usize, len: usize) -> Self {
         Span { offset, len }
     }
@@ -31,11 +32,14 @@ impl Span {
         Span { offset, len }
     }
 
+    /// The offset just past the span.
     pub fn end(self) -> usize {
         self.offset + self.len
     }
 }
 
+/// How bad a diagnostic is: an error makes the spec invalid (or, for an analysis code, is
+/// upstream of a failing sink); a warning does not change the exit status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
     Error,
@@ -43,6 +47,7 @@ pub enum Severity {
 }
 
 impl Severity {
+    /// `error` or `warning`, as JSON and the human report print it.
     pub fn as_str(self) -> &'static str {
         match self {
             Severity::Error => "error",
@@ -60,6 +65,8 @@ pub struct Note {
     pub text: Cow<'static, str>,
 }
 
+/// One finding about a spec: its code, where it is, what it says, and what to do about it.
+/// Built with [`Diagnostic::new`] and the builder methods; every format prints it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
     pub code: &'static Code,
@@ -100,6 +107,7 @@ fn one_line(message: String) -> String {
 }
 
 impl Diagnostic {
+    /// A diagnostic of `code` with its default severity; the message is made one line.
     pub fn new(code: &'static Code, message: impl Into<String>) -> Self {
         Diagnostic {
             code,
@@ -111,6 +119,7 @@ impl Diagnostic {
         }
     }
 
+    /// Where it is, with the text printed under it.
     pub fn at(mut self, span: Span, text: impl Into<Cow<'static, str>>) -> Self {
         self.primary = Some(Note {
             span,
@@ -119,6 +128,7 @@ impl Diagnostic {
         self
     }
 
+    /// Adds a related place (a provenance step, a first definition).
     pub fn related(mut self, span: Span, text: impl Into<Cow<'static, str>>) -> Self {
         self.related.push(Note {
             span,
@@ -127,16 +137,20 @@ impl Diagnostic {
         self
     }
 
+    /// What to do about it, in one sentence.
     pub fn help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self
     }
 
+    /// Overrides the code's default severity (points of order are errors only upstream of a
+    /// failing sink).
     pub fn severity(mut self, severity: Severity) -> Self {
         self.severity = severity;
         self
     }
 
+    /// The byte offset of its primary place (0 without one): the first sort key of every output.
     pub fn offset(&self) -> usize {
         self.primary.as_ref().map_or(0, |n| n.span.offset)
     }
@@ -158,6 +172,7 @@ pub struct LineIndex {
 }
 
 impl LineIndex {
+    /// The index of `text`'s line starts.
     pub fn new(text: &str) -> Self {
         let bytes = text.as_bytes();
         let mut starts = vec![0];

@@ -21,9 +21,11 @@ use build::Builder;
 
 macro_rules! id {
     ($name:ident) => {
+        /// An index into one of the [`Dataflow`]'s lists (its `index()`), given out by [`build`].
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub struct $name(pub u32);
         impl $name {
+            /// The position in the dataflow's list.
             pub fn index(self) -> usize {
                 self.0 as usize
             }
@@ -36,18 +38,21 @@ id!(StreamId);
 id!(SourceId);
 id!(SinkId);
 
+/// A component's `order:`: `global`, or by a set of keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Order {
     Global,
     Keys(KeySet),
 }
 
+/// Whether an interface receives streams (input) or emits them (output).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direction {
     Input,
     Output,
 }
 
+/// An input or output interface of a component, named in its paths.
 #[derive(Clone, Debug)]
 pub struct Iface {
     pub component: CompId,
@@ -61,6 +66,8 @@ pub struct Iface {
     pub implicit_sink: Option<SinkId>,
 }
 
+/// One path of a component: from an input to an output, with its annotation (`CR`, `CW`,
+/// `OR`, `OW`) and, for the order-sensitive ones, its gate.
 #[derive(Clone, Debug)]
 pub struct Path {
     pub input: IfaceId,
@@ -71,6 +78,7 @@ pub struct Path {
     pub span: Span,
 }
 
+/// A component: its paths, its interfaces, whether it is replicated and how it is ordered.
 #[derive(Clone, Debug)]
 pub struct Component {
     pub name: String,
@@ -95,6 +103,7 @@ impl Component {
     }
 }
 
+/// A declared source: what it seals, and which keys it could seal (`sealable:`).
 #[derive(Clone, Debug)]
 pub struct Source {
     pub name: String,
@@ -105,6 +114,7 @@ pub struct Source {
     pub streams: Vec<StreamId>,
 }
 
+/// A sink: declared, or the implicit one of an output no stream leaves.
 #[derive(Clone, Debug)]
 pub struct Sink {
     pub name: String,
@@ -128,18 +138,22 @@ impl Sink {
     }
 }
 
+/// The upstream end of a stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Producer {
     Source(SourceId),
     Output(IfaceId),
 }
 
+/// The downstream end of a stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Consumer {
     Input(IfaceId),
     Sink(SinkId),
 }
 
+/// A stream from a producer to a consumer, with its optional `seal:` and the spans of what
+/// was written.
 #[derive(Clone, Debug)]
 pub struct Stream {
     pub from: Producer,
@@ -161,6 +175,7 @@ pub enum Edge {
     Implicit(IfaceId),
 }
 
+/// A petgraph vertex: a component, a source or a sink.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Vertex {
     Component(CompId),
@@ -168,6 +183,9 @@ pub enum Vertex {
     Sink(SinkId),
 }
 
+/// The analysed form of a spec: every name resolved to an id, every key set interned in
+/// `keys`, and the topology as a petgraph graph. Built by [`build`]; the analysis reads it
+/// and sets only what the planner changes (`order`, `seal`).
 #[derive(Clone, Debug)]
 pub struct Dataflow {
     pub name: String,
@@ -184,10 +202,12 @@ pub struct Dataflow {
 }
 
 impl Dataflow {
+    /// The interface `i`.
     pub fn iface(&self, i: IfaceId) -> &Iface {
         &self.ifaces[i.index()]
     }
 
+    /// The component `c`.
     pub fn component(&self, c: CompId) -> &Component {
         &self.components[c.index()]
     }
@@ -198,6 +218,7 @@ impl Dataflow {
         format!("{}.{}", self.component(f.component).name, f.name)
     }
 
+    /// A producer as a spec names it: the source, or `Component.output`.
     pub fn producer_name(&self, p: Producer) -> String {
         match p {
             Producer::Source(s) => self.sources[s.index()].name.clone(),
@@ -205,6 +226,7 @@ impl Dataflow {
         }
     }
 
+    /// The component named `name` (a linear search: for tools, not for loops over a dataflow).
     pub fn component_by_name(&self, name: &str) -> Option<CompId> {
         self.components
             .iter()

@@ -50,10 +50,12 @@ impl Default for Keys {
 }
 
 impl Keys {
+    /// An empty table (the empty key set is interned already, as [`KeySet::EMPTY`]).
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// The attribute named `name`, interned on first use.
     pub fn attr(&mut self, name: &str) -> Attr {
         if let Some(&a) = self.by_name.get(name) {
             return a;
@@ -64,6 +66,7 @@ impl Keys {
         a
     }
 
+    /// The name of attribute `a`.
     pub fn attr_name(&self, a: Attr) -> &str {
         &self.names[a.0 as usize]
     }
@@ -93,6 +96,7 @@ impl Keys {
         k
     }
 
+    /// The attributes of `k`, in the order they were interned.
     pub fn attrs(&self, k: KeySet) -> &[Attr] {
         &self.sets[k.0 as usize]
     }
@@ -104,6 +108,7 @@ impl Keys {
         v
     }
 
+    /// The key set holding the attributes of both (memoised: joins of seals call it often).
     pub fn union(&mut self, a: KeySet, b: KeySet) -> KeySet {
         if a == b || b == KeySet::EMPTY {
             return a;
@@ -150,6 +155,7 @@ impl Keys {
         k
     }
 
+    /// The key set of the attributes in both.
     pub fn intersection(&mut self, a: KeySet, b: KeySet) -> KeySet {
         let y = self.attrs(b);
         let v: Vec<Attr> = self
@@ -193,6 +199,7 @@ impl Gate {
         }
     }
 
+    /// The gate as a spec writes it: `*`, or its keys separated by commas.
     pub fn display(self, keys: &Keys) -> String {
         match self {
             Gate::Star => "*".to_string(),
@@ -200,6 +207,7 @@ impl Gate {
         }
     }
 
+    /// The gate's key names, sorted (`["*"]` for `*`).
     pub fn names(self, keys: &Keys) -> Vec<String> {
         match self {
             Gate::Star => vec!["*".to_string()],
@@ -218,6 +226,7 @@ pub enum Annotation {
 }
 
 impl Annotation {
+    /// Every annotation, in severity order.
     pub const ALL: [Annotation; 4] = [
         Annotation::CR,
         Annotation::CW,
@@ -225,6 +234,7 @@ impl Annotation {
         Annotation::OW,
     ];
 
+    /// The annotation as a spec writes it (`CR`, `CW`, `OR`, `OW`).
     pub fn as_str(self) -> &'static str {
         match self {
             Annotation::CR => "CR",
@@ -234,6 +244,7 @@ impl Annotation {
         }
     }
 
+    /// The annotation a spec's `label:` names, if it names one.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|a| a.as_str() == s)
     }
@@ -241,6 +252,7 @@ impl Annotation {
     // The three predicates below match exhaustively, so that a new annotation is a compile
     // error here, where its meaning is decided, rather than a silent `false`.
 
+    /// Whether the path's output does not depend on the order of its input (`C`).
     pub fn is_confluent(self) -> bool {
         match self {
             Annotation::CR | Annotation::CW => true,
@@ -248,6 +260,7 @@ impl Annotation {
         }
     }
 
+    /// Whether the path writes the component's state (`W`).
     pub fn writes(self) -> bool {
         match self {
             Annotation::CW | Annotation::OW => true,
@@ -384,6 +397,7 @@ pub enum Tolerance {
 }
 
 impl Tolerance {
+    /// The tolerance as a spec writes it.
     pub fn as_str(self) -> &'static str {
         match self {
             Tolerance::Async => "Async",
@@ -403,10 +417,12 @@ impl Tolerance {
         }
     }
 
+    /// The rank of the worst label accepted (see [`Label::rank`]).
     pub const fn rank(self) -> u8 {
         self.worst().rank()
     }
 
+    /// Whether a sink of this tolerance accepts `l`.
     pub const fn accepts(self, l: Label) -> bool {
         self.worst().is_at_least(l)
     }
@@ -434,6 +450,7 @@ impl FailOn {
         }
     }
 
+    /// Whether `l` fails a sink that declares no `tolerate:`.
     pub const fn fails(self, l: Label) -> bool {
         match self.threshold() {
             Some(t) => l.is_at_least(t),

@@ -5,6 +5,43 @@
 //! renders the results ([`report`]). The analyzer does no file IO and never prints: the
 //! binary (`src/main.rs` and its `cli` module) is the edge. [`runtime`] is the other half: the mechanisms
 //! that enforce a coordination plan in services, independent of the analyzer.
+//!
+//! From a spec to its findings, its plan and its picture:
+//!
+//! ```
+//! use blazes::check::{self, Outcome};
+//! use blazes::{plan, render, report};
+//!
+//! let spec = "
+//! sources:
+//!   tweets: { sealable: [[batch]] }
+//! components:
+//!   Count:
+//!     paths:
+//!       - { from: words, to: counts, label: OW, gate: [word, batch] }
+//! streams:
+//!   - { from: tweets, to: Count.words }
+//!   - { from: Count.counts, to: db }
+//! sinks:
+//!   db: {}
+//! ";
+//! // Read, build and analyse (`blazes check`); every format reads the report.
+//! let report = check::check_bytes("count.yaml", spec.as_bytes(), &Default::default());
+//! assert_eq!(report.exit_code(), check::EXIT_FINDINGS);
+//! let json = report::json::render(std::slice::from_ref(&report));
+//! assert!(json.contains("\"C004\""));
+//!
+//! // The cheapest coordination that repairs it (`blazes plan`).
+//! let Outcome::Analysed(a) = &report.outcome else { panic!("a valid spec") };
+//! let p = plan::plan(&a.dataflow, &plan::Options::default());
+//! assert_eq!(p.status, plan::Status::Repaired);
+//! let text = report::plan_human::render("count.yaml", p.named(&a.dataflow));
+//! assert!(text.contains("add `seal: [batch]` to source `tweets`"));
+//!
+//! // The dataflow as it will be with the plan applied (`blazes render --plan`).
+//! let dot = render::plan_dot(&a.dataflow, &p, Default::default());
+//! assert!(dot.contains("added by the plan"));
+//! ```
 
 pub mod analysis;
 pub mod check;

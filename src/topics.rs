@@ -14,6 +14,7 @@ pub struct Topic {
     pub text: &'static str,
 }
 
+/// The page `blazes explain labels`.
 pub static LABELS: Topic = Topic {
     name: "labels",
     summary: "the stream labels, best to worst: Seal(K), Async, Run, Inst, Diverge",
@@ -43,6 +44,7 @@ Sinks accept Seal and Async by default; see `blazes explain tolerate`. The annot
 produce each label: `blazes explain CR` (and CW, OR, OW).",
 };
 
+/// The page `blazes explain CR`.
 pub static CR: Topic = Topic {
     name: "CR",
     summary: "confluent read: a stateless path (map, filter, split)",
@@ -53,6 +55,7 @@ It contributes its input's label unchanged, seals included (Seal(K) in, Seal(K) 
 never a point of order and needs no coordination. Declare it with `label: CR` and no gate.",
 };
 
+/// The page `blazes explain CW`.
 pub static CW: Topic = Topic {
     name: "CW",
     summary: "confluent write: a path into order-insensitive state (set union, grow-only counter)",
@@ -70,6 +73,7 @@ A CW path also makes the component's `OR` reads order-sensitive: they read what 
 (`blazes explain OR`).",
 };
 
+/// The page `blazes explain OR`.
 pub static OR: Topic = Topic {
     name: "OR",
     summary: "order-sensitive read: a path that answers from state other paths write",
@@ -88,6 +92,7 @@ treated as protected and warned about (C008).\n\
 Fixes: seal the writing inputs on a key within the gate, or order the component.",
 };
 
+/// The page `blazes explain OW`.
 pub static OW: Topic = Topic {
     name: "OW",
     summary: "order-sensitive write: state that depends on input order (running count, last writer wins)",
@@ -108,6 +113,7 @@ Fixes, cheapest first: seal the input on a key within the gate, order the compon
 (`order: [keys]` within the gate), order it globally (`order: global`). `blazes plan` picks.",
 };
 
+/// The page `blazes explain seal`.
 pub static SEAL: Topic = Topic {
     name: "seal",
     summary: "punctuation: the promise that a partition of a key is complete",
@@ -131,6 +137,7 @@ gate (`blazes explain gate`). At run time each barrier waits for the seals of ev
 of the partition (`blazes::runtime`'s seal barrier).",
 };
 
+/// The page `blazes explain gate`.
 pub static GATE: Topic = Topic {
     name: "gate",
     summary: "the partitions within which an OR/OW path is order-sensitive",
@@ -150,6 +157,7 @@ A smaller gate is a stronger claim of order-sensitivity: shrinking a gate never 
 label.",
 };
 
+/// The page `blazes explain order`.
 pub static ORDER: Topic = Topic {
     name: "order",
     summary: "coordination already in place on a component: `order: global` or `order: [keys]`",
@@ -169,6 +177,7 @@ the same outputs, numbered by log position, so consumers can drop the duplicates
 produces (`blazes::runtime::smr`).",
 };
 
+/// The page `blazes explain tolerate`.
 pub static TOLERATE: Topic = Topic {
     name: "tolerate",
     summary: "the worst label a sink accepts, and how `--fail-on` applies",
@@ -189,6 +198,7 @@ leave the exit status at 0. `blazes plan` looks for the cheapest coordination af
 sink fails.",
 };
 
+/// The page `blazes explain plan`.
 pub static PLAN: Topic = Topic {
     name: "plan",
     summary: "the cost model and search of `blazes plan`",

@@ -35,6 +35,7 @@ pub use rules::{
 };
 pub use verdicts::{PointsByComponent, component_points, sink_cause};
 
+/// Why a path is a point of order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PointKind {
     /// An order-sensitive (or Inst-receiving) write corrupts state.
@@ -79,6 +80,7 @@ pub struct SealBarrier {
     pub producers: Vec<String>,
 }
 
+/// A sink's label at the fixpoint (`None`: no source reaches it) and whether it fails.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SinkVerdict {
     pub sink: SinkId,
@@ -98,6 +100,8 @@ pub struct Labels {
     pub cause: Vec<Option<u32>>,
 }
 
+/// What the analysis found: the labels at the fixpoint, the points of order, the seal
+/// barriers, each sink's verdict and the diagnostics that report them.
 #[derive(Clone, Debug)]
 pub struct Analysis {
     pub labels: Labels,
@@ -110,12 +114,43 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// Whether a sink fails: what makes `blazes check` exit with status 1.
     pub fn failing(&self) -> bool {
         self.sinks.iter().any(|s| s.failing)
     }
 }
 
-/// Runs the whole analysis.
+/// Runs the whole analysis of a built dataflow: labels, points of order, barriers, sink
+/// verdicts and their diagnostics. [`check::check_bytes`](crate::check::check_bytes) runs the
+/// whole pipeline from bytes; this is the step after [`graph::build`](crate::graph::build).
+///
+/// ```
+/// use blazes::{analysis, graph, spec};
+///
+/// let text = "
+/// sources:
+///   clicks: {}
+/// components:
+///   Count:
+///     paths:
+///       - { from: in, to: out, label: OW, gate: [user] }
+/// streams:
+///   - { from: clicks, to: Count.in }
+///   - { from: Count.out, to: report }
+/// sinks:
+///   report: { tolerate: Run }
+/// ";
+/// let (spec, diags) = spec::parse(text, &spec::Limits::default());
+/// assert!(diags.is_empty());
+/// let (mut df, diags) = graph::build(spec.unwrap(), "clicks");
+/// assert!(diags.is_empty());
+/// let a = analysis::analyze(&mut df, analysis::FailOn::default());
+/// // The write in arrival order is a point of order; `report` tolerates the `Run` it causes.
+/// assert_eq!(a.points.len(), 1);
+/// assert!(!a.failing());
+/// let finding = &a.diagnostics[0];
+/// assert_eq!((finding.code.id, finding.severity.as_str()), ("C001", "warning"));
+/// ```
 pub fn analyze(df: &mut Dataflow, fail_on: FailOn) -> Analysis {
     analyze_with(df, fail_on, true)
 }

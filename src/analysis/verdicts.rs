@@ -118,6 +118,7 @@ pub struct PointsByComponent {
 }
 
 impl PointsByComponent {
+    /// Indexes `points`, which the analysis lists component by component.
     pub fn new(df: &Dataflow, points: &[PointOfOrder]) -> Self {
         let mut first = vec![u32::MAX; df.components.len()];
         for (i, p) in points.iter().enumerate().rev() {

@@ -19,10 +19,13 @@ pub struct Evaluator {
     base_order: Vec<Option<Order>>,
     base_seal: Vec<Option<KeySet>>,
     fail_on: FailOn,
+    /// Full analyses run so far (what `plan` reports as analyses, with the labeling's).
     pub evaluations: usize,
 }
 
 impl Evaluator {
+    /// An evaluator of `df` (copied) against `fail_on`; its orders and seals are the baseline
+    /// the choices are applied to.
     pub fn new(df: &Dataflow, fail_on: FailOn) -> Self {
         Evaluator {
             base_order: df.components.iter().map(|c| c.order).collect(),
@@ -88,6 +91,7 @@ impl Evaluator {
         (failing, points, unsealed)
     }
 
+    /// Whether every sink passes with `choices` applied.
     pub fn feasible(&mut self, choices: &[Choice]) -> bool {
         self.score(choices).0 == 0
     }

@@ -66,6 +66,8 @@ pub struct Checkpoint {
     score: Score,
 }
 
+/// The labels of a copy of the dataflow at the fixpoint, under the choices applied so far,
+/// re-derived incrementally (see the module's documentation).
 pub struct Labeling {
     df: Dataflow,
     fail_on: FailOn,
@@ -202,6 +204,7 @@ impl Labeling {
         self.score
     }
 
+    /// The current position, to [`rollback`](Self::rollback) to.
     pub fn checkpoint(&self) -> Checkpoint {
         Checkpoint {
             log: self.log.len(),
@@ -253,6 +256,7 @@ impl Labeling {
         analysis::component_points(&self.df, c, &self.iface)
     }
 
+    /// The key table of the labeling's copy, where choices' key sets must be interned.
     pub fn keys_mut(&mut self) -> &mut Keys {
         &mut self.df.keys
     }

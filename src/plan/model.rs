@@ -191,6 +191,7 @@ impl Barrier {
     }
 }
 
+/// What the plan concluded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
     Ok,
@@ -199,6 +200,7 @@ pub enum Status {
 }
 
 impl Status {
+    /// The status as the plan formats print it.
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Ok => "ok",
@@ -208,6 +210,7 @@ impl Status {
     }
 }
 
+/// How the plan was searched for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SearchMode {
     /// Nothing to search: the spec is ok, or no candidate could help.
@@ -220,6 +223,7 @@ pub enum SearchMode {
 }
 
 impl SearchMode {
+    /// The mode as JSON prints it (`none`, `exact`, `greedy`).
     pub fn as_str(self) -> &'static str {
         match self {
             SearchMode::None => "none",
@@ -228,6 +232,8 @@ impl SearchMode {
         }
     }
 
+    /// The mode in a sentence, with the flag that changes it; `limit` and `budget` are the
+    /// search's `--exact-limit` and `--exact-budget`.
     pub fn describe(self, limit: usize, budget: usize) -> String {
         match self {
             SearchMode::None => "no search needed".to_string(),
@@ -242,6 +248,7 @@ impl SearchMode {
     }
 }
 
+/// How the search went: its mode, how many candidates it weighed and analyses it ran.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Search {
     pub mode: SearchMode,
@@ -263,6 +270,7 @@ pub struct Reason {
     pub points: Vec<PointRef>,
 }
 
+/// A sink's label and verdict without the plan and with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SinkOutcome {
     pub sink: SinkId,
@@ -274,6 +282,9 @@ pub struct SinkOutcome {
     pub failing_after: bool,
 }
 
+/// The cheapest coordination found for a dataflow ([`plan`](super::plan())), with why each
+/// mechanism is there, the seal barriers the runtime must provide, and each sink before and
+/// after. It holds the dataflow's ids: read names through [`Plan::named`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
     pub name: String,
@@ -342,10 +353,12 @@ pub struct Named<'a> {
 }
 
 impl<'a> Named<'a> {
+    /// A component's name.
     pub fn component(&self, c: CompId) -> &'a str {
         &self.dataflow.component(c).name
     }
 
+    /// The names of `cs`, in their order.
     pub fn component_names(&self, cs: &[CompId]) -> Vec<&'a str> {
         cs.iter().map(|&c| self.component(c)).collect()
     }
@@ -355,14 +368,17 @@ impl<'a> Named<'a> {
         &self.dataflow.iface(i).name
     }
 
+    /// A source's name.
     pub fn source(&self, s: SourceId) -> &'a str {
         &self.dataflow.sources[s.index()].name
     }
 
+    /// A sink's name (`Component.output` for an implicit one).
     pub fn sink(&self, k: SinkId) -> &'a str {
         &self.dataflow.sinks[k.index()].name
     }
 
+    /// The names of `ks`, in their order.
     pub fn sink_names(&self, ks: &[SinkId]) -> Vec<&'a str> {
         ks.iter().map(|&k| self.sink(k)).collect()
     }

@@ -108,6 +108,31 @@ struct Entry {
 
 /// Builds the DOT graph of an analysed dataflow with the given mechanisms drawn (as
 /// mechanisms added to it: see [`plan_dot`] for the picture of a plan).
+///
+/// ```
+/// use blazes::check::{self, Outcome};
+/// use blazes::render;
+///
+/// let spec = "
+/// sources:
+///   tweets: {}
+/// components:
+///   Count:
+///     paths:
+///       - { from: words, to: counts, label: OW, gate: [word] }
+/// streams:
+///   - { from: tweets, to: Count.words }
+///   - { from: Count.counts, to: db }
+/// sinks:
+///   db: {}
+/// ";
+/// let report = check::check_bytes("count.yaml", spec.as_bytes(), &Default::default());
+/// let Outcome::Analysed(a) = &report.outcome else { panic!("a valid spec") };
+/// let dot = render::to_dot(&a.dataflow, &a.analysis, &[]);
+/// assert!(dot.starts_with("digraph"));
+/// // The same spec always gives the same bytes: node ids are indices, never names.
+/// assert_eq!(dot, render::to_dot(&a.dataflow, &a.analysis, &[]));
+/// ```
 pub fn to_dot(df: &Dataflow, an: &Analysis, drawn: &[Drawn]) -> String {
     build(df, an, drawn, None)
 }

@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+/// Why `dot` gave no SVG.
 #[derive(Debug, thiserror::Error)]
 pub enum SvgError {
     #[error(

@@ -14,6 +14,7 @@ use crate::diagnostic::{Diagnostic, LineIndex, Severity};
 use crate::label::Label;
 use crate::vocabulary::plural;
 
+/// How the human report looks: colours, and the width it wraps at.
 #[derive(Clone, Copy, Debug)]
 pub struct Style {
     pub color: bool,

@@ -22,6 +22,7 @@ use crate::diagnostic::{Diagnostic, LineIndex};
 use crate::label::Label;
 use crate::report::label_parts;
 
+/// The version of the document's shape (`"version"`); see the module's documentation.
 pub const VERSION: u32 = 2;
 
 #[derive(Serialize)]

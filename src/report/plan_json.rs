@@ -15,6 +15,7 @@ use super::format::{Format, PlanWrite, Planned, Settings};
 use crate::diagnostic::{Diagnostic, LineIndex, Severity};
 use crate::plan::{Kind, Named, PointRef};
 
+/// The version of the document's shape (`"version"`); see the module's documentation.
 pub const VERSION: u32 = 2;
 
 /// What `--apply` or `--in-place` did with one spec.
@@ -27,6 +28,7 @@ pub struct Applied {
     pub message: Option<String>,
 }
 
+/// What happened to the spec `--apply` or `--in-place` was to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AppliedStatus {
     Written,
@@ -39,6 +41,7 @@ pub enum AppliedStatus {
 }
 
 impl AppliedStatus {
+    /// The status as the document writes it.
     pub fn as_str(self) -> &'static str {
         match self {
             AppliedStatus::Written => "written",

@@ -38,6 +38,7 @@ pub struct KeyList {
     pub span: Span,
 }
 
+/// A path's `gate:` as written: `"*"`, or a list of keys.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GateDecl {
     Star(Span),
@@ -45,6 +46,7 @@ pub enum GateDecl {
 }
 
 impl GateDecl {
+    /// Where the gate is written.
     pub fn span(&self) -> Span {
         match self {
             GateDecl::Star(s) => *s,
@@ -53,12 +55,14 @@ impl GateDecl {
     }
 }
 
+/// A component's `order:` as written: `global`, or a list of keys.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OrderDecl {
     Global(Span),
     Keys(KeyList),
 }
 
+/// An entry of `sources:`: what it seals (`seal:`) and could seal (`sealable:`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourceDecl {
     pub name: Name,
@@ -68,6 +72,7 @@ pub struct SourceDecl {
     pub body: Span,
 }
 
+/// An entry of `sinks:`, with its `tolerate:` if it declares one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SinkDecl {
     pub name: Name,
@@ -75,6 +80,8 @@ pub struct SinkDecl {
     pub body: Span,
 }
 
+/// One item of a component's `paths:`: from an input to an output, with its annotation
+/// (`label:`) and gate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PathDecl {
     pub from: Name,
@@ -85,6 +92,7 @@ pub struct PathDecl {
     pub span: Span,
 }
 
+/// An entry of `components:`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ComponentDecl {
     pub name: Name,
@@ -121,6 +129,7 @@ impl Endpoint {
     }
 }
 
+/// One item of `streams:`: its two ends as written, and its `seal:`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamDecl {
     pub from: Endpoint,
@@ -179,7 +188,20 @@ pub fn parse_vec(bytes: Vec<u8>, limits: &Limits) -> (Option<Spec>, Vec<Diagnost
 }
 
 /// Reads a spec from text. A leading BOM is accepted (its bytes stay in the text, so spans
-/// still index the original).
+/// still index the original). Returns the spec (possibly partial: what was invalid is left
+/// out) and every diagnostic of the file; the spec is usable only when none is an error.
+/// Names are not resolved yet: [`graph::build`](crate::graph::build) does that.
+///
+/// ```
+/// use blazes::spec::{self, Limits};
+///
+/// let (spec, diags) = spec::parse("components:\n  Count:\n    pahts: []\n", &Limits::default());
+/// // Every problem of the file at once, each located, with a suggestion where one helps.
+/// assert_eq!(diags[0].code.id, "S002");
+/// assert_eq!(diags[0].message, "unknown field `pahts` in component `Count`");
+/// assert_eq!(diags[0].help.as_deref(), Some("did you mean `paths`?"));
+/// assert!(spec.is_some());
+/// ```
 pub fn parse(text: &str, limits: &Limits) -> (Option<Spec>, Vec<Diagnostic>) {
     let body = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let bom = text.len() - body.len();

@@ -58,6 +58,7 @@ impl Default for Limits {
     }
 }
 
+/// A YAML value: a scalar as YAML 1.2's core schema reads it, or a collection of nodes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Null,
@@ -69,6 +70,7 @@ pub enum Value {
     Map(Vec<(Node, Node)>),
 }
 
+/// A YAML value with the byte span it was written at.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     pub value: Value,
@@ -94,6 +96,7 @@ impl Node {
         }
     }
 
+    /// The string, when the node is one.
     pub fn as_str(&self) -> Option<&str> {
         match &self.value {
             Value::Str(s) => Some(s),
@@ -306,6 +309,7 @@ pub trait Consumer {
     fn entry_value(&mut self, value: Node);
     /// An item of a list read item by item comes next; whether to build it.
     fn want_item(&mut self) -> bool;
+    /// An item that [`Consumer::want_item`] asked for.
     fn item(&mut self, item: Node);
     /// The value of the last key was read, whichever way it was taken.
     fn end(&mut self);
