@@ -3,12 +3,12 @@
 //! Components are boxes listing their paths (points of order highlighted with their gate),
 //! replicated components are stacked boxes; sources and sinks have shapes of their own; each
 //! stream is an edge labelled and coloured by its derived label. Coordination mechanisms to
-//! draw (seal barriers, added seals, orderings) are plain data ([`Drawn`]), so whatever decides
-//! them (the analysis today, the planner later) only has to produce a list.
+//! draw (seal barriers, added seals, orderings) are plain data ([`Drawn`]), filled from a
+//! plan's mechanisms by id ([`mechanisms`]).
 //!
 //! [`plan_dot`] draws a spec *after* its coordination plan: the labels are those of the
 //! analysis with the plan's mechanisms applied (the dataflow [`crate::plan::apply::applied`]
-//! builds from the same edits `--apply` writes), the mechanisms the plan adds are drawn green,
+//! builds with the orders and seals `--apply` writes), the mechanisms the plan adds are drawn green,
 //! dashed and tagged `+`, and a legend explains the colours and marks. So the picture says
 //! what the plan achieves, never a mechanism next to the damage it removes.
 //!

@@ -239,18 +239,14 @@ impl Validator<'_> {
                             .map(|a| a.as_str())
                             .find(|a| u.starts_with(a) && u.len() > 2)
                     });
-                    d = match (
-                        hint,
-                        l.as_str()
-                            .and_then(|s| did_you_mean(s, ["CR", "CW", "OR", "OW"])),
-                    ) {
+                    let names = Annotation::ALL.map(Annotation::as_str);
+                    let all = names.join(", ");
+                    d = match (hint, l.as_str().and_then(|s| did_you_mean(s, names))) {
                         (Some(a), _) => d.help(format!(
                             "write the label as `{a}` and the gate in `gate: [...]`"
                         )),
-                        (None, Some(s)) => {
-                            d.help(format!("did you mean `{s}`? labels are CR, CW, OR, OW"))
-                        }
-                        (None, None) => d.help("labels are CR, CW, OR, OW"),
+                        (None, Some(s)) => d.help(format!("did you mean `{s}`? labels are {all}")),
+                        (None, None) => d.help(format!("labels are {all}")),
                     };
                     self.push(d);
                 }
