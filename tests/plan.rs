@@ -297,6 +297,50 @@ fn explain_plan_documents_the_cost_model() {
     }
 }
 
+/// `--apply` finds what to edit through the plan's ids in the spec it reads again, because
+/// `graph::build` keeps the spec's order: on every spec and generated fleet, the edits name
+/// what the plan names. Control: the same spec with its declarations in reverse order names
+/// something else at those ids.
+#[test]
+fn edits_name_what_the_plan_names() {
+    use plan::apply::{Edit, edits};
+    let mut texts: Vec<String> = specs()
+        .iter()
+        .map(|p| std::fs::read_to_string(root().join(p)).unwrap())
+        .collect();
+    texts.push(blazes::generator::ring(4));
+    let mut reversed_differs = false;
+    for text in &texts {
+        let report = check::check_bytes("t.yaml", text.as_bytes(), &Default::default());
+        let Outcome::Analysed(a) = &report.outcome else {
+            panic!("a valid spec")
+        };
+        let p = plan::plan(&a.dataflow, &plan::Options::default());
+        let named = p.named(&a.dataflow);
+        let planned: Vec<&str> = p
+            .mechanisms
+            .iter()
+            .map(|m| match m.choice {
+                Choice::AddSeal { source, .. } => named.source(source),
+                Choice::Order { component, .. } => named.component(component),
+            })
+            .collect();
+        let name = |e: &Edit| match e {
+            Edit::Seal { source, .. } => source.clone(),
+            Edit::Order { component, .. } => component.clone(),
+        };
+        let (spec, _) = blazes::spec::parse(text, &Default::default());
+        let mut spec = spec.unwrap();
+        let written: Vec<String> = edits(&p, &spec).iter().map(name).collect();
+        assert_eq!(written, planned);
+        spec.components.reverse();
+        spec.sources.reverse();
+        let control: Vec<String> = edits(&p, &spec).iter().map(name).collect();
+        reversed_differs |= control != planned;
+    }
+    assert!(reversed_differs, "the control names other declarations");
+}
+
 // ---------------------------------------------------------------------------------------
 // Apply: edits at spans in every shape a mapping can take.
 
