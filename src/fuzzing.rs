@@ -642,8 +642,7 @@ pub fn import_pipeline(engine: crate::import::Engine, bytes: &[u8], options: &Op
             );
             if imported.is_some() {
                 assert!(
-                    d.iter()
-                        .any(|d| std::ptr::eq(d.code, &crate::codes::LIMIT)),
+                    d.iter().any(|d| std::ptr::eq(d.code, &crate::codes::LIMIT)),
                     "an imported topology gave an invalid spec: {d:?}"
                 );
             }
@@ -673,7 +672,10 @@ pub fn import_pipeline(engine: crate::import::Engine, bytes: &[u8], options: &Op
             let text = import::decode(bytes, &options.limits).expect("decoded before");
             let second = import::import(engine, &text, &catalog, "fuzz", &options.limits)
                 .expect("imported before");
-            assert_eq!(first.spec, second.spec, "the imported spec is not deterministic");
+            assert_eq!(
+                first.spec, second.spec,
+                "the imported spec is not deterministic"
+            );
         }
     }
     code

@@ -188,11 +188,7 @@ fn import_fixtures() -> Vec<(blazes::import::Engine, Vec<u8>)> {
         "tests/fixtures/import/hostile",
     ] {
         for path in files(dir) {
-            let name = format!(
-                "{}/{}",
-                dir,
-                path.file_name().unwrap().to_string_lossy()
-            );
+            let name = format!("{}/{}", dir, path.file_name().unwrap().to_string_lossy());
             let engine = Engine::ALL
                 .into_iter()
                 .find(|e| name.contains(&format!("/{}", e.name())))
@@ -223,8 +219,14 @@ fn an_import_without_sanitised_names_is_an_invalid_spec() {
     let path = "tests/fixtures/import/hostile/kafka-streams-collisions-and-cycle.txt";
     let text = std::fs::read_to_string(root().join(path)).unwrap();
     let catalog = Catalog::builtin(Engine::KafkaStreams).unwrap();
-    let imported =
-        import::import(Engine::KafkaStreams, &text, &catalog, "c", &Default::default()).unwrap();
+    let imported = import::import(
+        Engine::KafkaStreams,
+        &text,
+        &catalog,
+        "c",
+        &Default::default(),
+    )
+    .unwrap();
     let valid = blazes::check::check_bytes("c.yaml", imported.spec.as_bytes(), &Default::default());
     assert!(matches!(valid.outcome, blazes::check::Outcome::Analysed(_)));
     let unsanitised = imported.spec.replace("\"step_one\":", "\"step.one\":");

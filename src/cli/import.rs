@@ -27,8 +27,11 @@ fn invalid_report(path: String, text: String, mut diags: Vec<Diagnostic>) -> Fil
 }
 
 fn unreadable(shown: String, reason: &str) -> FileReport {
-    let d = Diagnostic::new(&codes::UNREADABLE, format!("cannot read `{shown}`: {reason}"))
-        .at(Span::new(0, 0), "");
+    let d = Diagnostic::new(
+        &codes::UNREADABLE,
+        format!("cannot read `{shown}`: {reason}"),
+    )
+    .at(Span::new(0, 0), "");
     invalid_report(shown, String::new(), vec![d])
 }
 
@@ -71,7 +74,11 @@ fn stdin_twice(files: &[PathBuf], from: &FromArgs) -> bool {
 
 /// Checks each file: specs, or with `--from`, topologies imported first (a user catalogue
 /// that is invalid is the one report).
-pub(crate) fn check_files(files: &[PathBuf], from: &FromArgs, options: &Options) -> Vec<FileReport> {
+pub(crate) fn check_files(
+    files: &[PathBuf],
+    from: &FromArgs,
+    options: &Options,
+) -> Vec<FileReport> {
     let Some(engine) = from.from else {
         return super::io::check_files(files, options);
     };
@@ -99,7 +106,12 @@ pub(crate) fn check_file(file: &Path, from: &FromArgs, options: &Options) -> Fil
         .unwrap_or_else(|| check_spec(file, options))
 }
 
-fn import_and_check(engine: Engine, file: &Path, catalog: &Catalog, options: &Options) -> FileReport {
+fn import_and_check(
+    engine: Engine,
+    file: &Path,
+    catalog: &Catalog,
+    options: &Options,
+) -> FileReport {
     match read_spec(file, &options.limits) {
         Err((shown, reason)) => unreadable(shown, &reason),
         Ok((shown, bytes)) => import::check_imported(engine, &shown, bytes, catalog, options),
@@ -110,7 +122,10 @@ pub(crate) fn run(args: &ImportArgs) -> i32 {
     let engine: Engine = args.engine.into();
     let limits = args.limits.limits();
     if let Some(out) = &args.output {
-        for (what, input) in [("topology", Some(&args.file)), ("catalogue", args.catalog.as_ref())] {
+        for (what, input) in [
+            ("topology", Some(&args.file)),
+            ("catalogue", args.catalog.as_ref()),
+        ] {
             if let Some(input) = input
                 && !is_stdin(input)
                 && same_file(out, input)
@@ -157,7 +172,11 @@ pub(crate) fn run(args: &ImportArgs) -> i32 {
     let text = match import::decode(&bytes, &limits) {
         Ok(t) => t,
         Err(d) => {
-            show(&invalid_report(shown, String::from_utf8_lossy(&bytes).into_owned(), d));
+            show(&invalid_report(
+                shown,
+                String::from_utf8_lossy(&bytes).into_owned(),
+                d,
+            ));
             return EXIT_INVALID;
         }
     };
@@ -191,7 +210,10 @@ pub(crate) fn run(args: &ImportArgs) -> i32 {
     }
     match write_atomically(out, imported.spec.as_bytes()) {
         Ok(()) => {
-            eprintln!("wrote the spec imported from `{shown}` to `{}`", out.display());
+            eprintln!(
+                "wrote the spec imported from `{shown}` to `{}`",
+                out.display()
+            );
             EXIT_CLEAN
         }
         Err(e) => {

@@ -5,9 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::args::{Color, RenderArgs, RenderFormat};
 use super::import::check_file;
-use super::io::{
-    Access, io_reason, is_stdin, same_file, use_color, write_atomically, write_out,
-};
+use super::io::{Access, io_reason, is_stdin, same_file, use_color, write_atomically, write_out};
 use super::usage_error;
 use crate::check::{EXIT_CLEAN, EXIT_INVALID, Options, Outcome};
 use crate::report;

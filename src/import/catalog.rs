@@ -256,7 +256,8 @@ struct Validator<'a> {
 
 impl Validator<'_> {
     fn error(&mut self, code: &'static Code, span: Span, message: String, label: &'static str) {
-        self.diags.push(Diagnostic::new(code, message).at(span, label));
+        self.diags
+            .push(Diagnostic::new(code, message).at(span, label));
     }
 
     /// The fields of a mapping, with unknown and duplicate ones reported.
@@ -282,7 +283,10 @@ impl Validator<'_> {
                 self.error(
                     &codes::WRONG_TYPE,
                     k.span,
-                    format!("a field name in {what} must be a string, found {}", k.describe()),
+                    format!(
+                        "a field name in {what} must be a string, found {}",
+                        k.describe()
+                    ),
                     "expected a field name",
                 );
                 continue;
@@ -438,11 +442,14 @@ impl Validator<'_> {
                     let found = l.describe();
                     let mut d = Diagnostic::new(
                         &codes::UNKNOWN_LABEL,
-                        format!("a catalogue entry's label must be CR, CW, OR or OW, found {found}"),
+                        format!(
+                            "a catalogue entry's label must be CR, CW, OR or OW, found {found}"
+                        ),
                     )
                     .at(l.span, "unknown label");
                     if let Some(s) = l.as_str().and_then(|s| {
-                        did_you_mean(&s.to_uppercase(), ["CR", "CW", "OR", "OW"]).map(str::to_string)
+                        did_you_mean(&s.to_uppercase(), ["CR", "CW", "OR", "OW"])
+                            .map(str::to_string)
                     }) {
                         d = d.help(format!("did you mean `{s}`?"));
                     }
@@ -458,7 +465,10 @@ impl Validator<'_> {
                 (true, None) => self.error(
                     &codes::GATE,
                     node.span,
-                    format!("an `{}` entry needs a `gate:` (attributes, `$key`, or \"*\")", a.as_str()),
+                    format!(
+                        "an `{}` entry needs a `gate:` (attributes, `$key`, or \"*\")",
+                        a.as_str()
+                    ),
                     "no gate",
                 ),
                 (false, Some(g)) => self.error(
@@ -478,7 +488,10 @@ impl Validator<'_> {
                 self.error(
                     &codes::INVALID_VALUE,
                     o.span,
-                    format!("`order` must be `global` or a list of attributes, found {}", o.describe()),
+                    format!(
+                        "`order` must be `global` or a list of attributes, found {}",
+                        o.describe()
+                    ),
                     "expected `global` or a list",
                 );
                 None
@@ -491,7 +504,10 @@ impl Validator<'_> {
                 self.error(
                     &codes::INVALID_VALUE,
                     r.span,
-                    format!("`replicas` must be a positive integer, found {}", r.describe()),
+                    format!(
+                        "`replicas` must be a positive integer, found {}",
+                        r.describe()
+                    ),
                     "expected a positive integer",
                 );
                 None
@@ -565,7 +581,10 @@ impl Validator<'_> {
                 None => self.error(
                     &codes::WRONG_TYPE,
                     item.span,
-                    format!("a `{field}` pattern must be a string, found {}", item.describe()),
+                    format!(
+                        "a `{field}` pattern must be a string, found {}",
+                        item.describe()
+                    ),
                     "expected a string",
                 ),
             }
@@ -587,7 +606,10 @@ impl Validator<'_> {
             self.error(
                 &codes::WRONG_TYPE,
                 node.span,
-                format!("`{field}` must be a list of attributes{also}, found {}", node.describe()),
+                format!(
+                    "`{field}` must be a list of attributes{also}, found {}",
+                    node.describe()
+                ),
                 "expected a list",
             );
             return None;
@@ -621,14 +643,18 @@ impl Validator<'_> {
                 self.error(
                     &codes::WRONG_TYPE,
                     item.span,
-                    format!("an attribute in `{field}` must be a string, found {}", item.describe()),
+                    format!(
+                        "an attribute in `{field}` must be a string, found {}",
+                        item.describe()
+                    ),
                     "expected a name",
                 );
                 ok = false;
                 continue;
             };
             let problem = if s == PARTITION_KEY {
-                (!partition).then_some("is the partition key, which only a gate or an order can name")
+                (!partition)
+                    .then_some("is the partition key, which only a gate or an order can name")
             } else if s.is_empty() {
                 Some("is empty")
             } else if s == "*" {
@@ -688,7 +714,10 @@ impl Validator<'_> {
                 self.error(
                     &codes::WRONG_TYPE,
                     node.span,
-                    format!("`{field}` must be a non-empty text, found {}", node.describe()),
+                    format!(
+                        "`{field}` must be a non-empty text, found {}",
+                        node.describe()
+                    ),
                     "expected a text",
                 );
                 None
@@ -697,12 +726,16 @@ impl Validator<'_> {
     }
 }
 
-/// A text as one line of at most 400 characters, with control characters made visible: it
+/// A text as one line of at most 1000 characters, with control characters made visible: it
 /// goes into YAML comments and messages.
 pub fn one_line(s: &str) -> String {
     let mut out = String::new();
-    for (i, c) in s.split_whitespace().flat_map(|w| w.chars().chain([' '])).enumerate() {
-        if i == 400 {
+    for (i, c) in s
+        .split_whitespace()
+        .flat_map(|w| w.chars().chain([' ']))
+        .enumerate()
+    {
+        if i == 1000 {
             out.push('…');
             break;
         }
@@ -723,8 +756,14 @@ mod tests {
     fn globs() {
         assert!(glob("KSTREAM-*", "KSTREAM-FILTER"));
         assert!(glob("*-this-join", "orders-this-join"));
-        assert!(glob("Window(*EventTime*", "Window(TumblingEventTimeWindows(5000), X)"));
-        assert!(!glob("Window(*EventTime*", "Window(TumblingProcessingTimeWindows(5000))"));
+        assert!(glob(
+            "Window(*EventTime*",
+            "Window(TumblingEventTimeWindows(5000), X)"
+        ));
+        assert!(!glob(
+            "Window(*EventTime*",
+            "Window(TumblingProcessingTimeWindows(5000))"
+        ));
         assert!(glob("a?c", "abc"));
         assert!(!glob("a?c", "ac"));
         assert!(glob("*", ""));

@@ -53,17 +53,15 @@ impl Writer {
 /// A name the spec accepts: letters, digits, `-` and `_` (anything else becomes `_`), at most
 /// 128 characters.
 fn sanitise(name: &str) -> String {
-    let mut out: String = name
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(128)
-        .collect();
+    let mut out = String::new();
+    for c in name.chars().take(128) {
+        if c.is_alphanumeric() || c == '-' || c == '_' {
+            out.push(c);
+        } else if !out.ends_with('_') {
+            // A run of other characters (`: `, `/`) is one `_`.
+            out.push('_');
+        }
+    }
     if out.is_empty() {
         out.push('_');
     }
@@ -278,11 +276,10 @@ pub(super) fn emit(
             format!(" (named `{}` here: spec names are plain)", comp[i])
         };
         w.line(&format!(
-            "  # {} `{}`, class `{}`{}",
+            "  # {} `{}`, class `{}`{shown_name}",
             op.kind,
             c(&op.name),
             c(&op.class),
-            c(&shown_name)
         ));
         w.line(&format!("  {}:", quote(&comp[i])));
         let mut unnamed_key = false;
@@ -343,18 +340,26 @@ pub(super) fn emit(
         }
         // Order: the entry's, else the engine's (a Kafka topic partition's), where it covers
         // an order-sensitive path's gate; elsewhere it would change nothing.
-        let sensitive_gates: Vec<&Vec<String>> = paths
-            .iter()
-            .filter_map(|(_, p)| p.gate.as_ref())
-            .collect();
+        let sensitive_gates: Vec<&Vec<String>> =
+            paths.iter().filter_map(|(_, p)| p.gate.as_ref()).collect();
         let order: Option<(String, String)> = match entry.and_then(|e| e.order.clone()) {
             Some(Order::Global) => Some((
                 "global".into(),
-                format!("from catalogue entry {}", entry.map(|e| e.title_for(&op.class, &op.name)).unwrap_or_default()),
+                format!(
+                    "from catalogue entry {}",
+                    entry
+                        .map(|e| e.title_for(&op.class, &op.name))
+                        .unwrap_or_default()
+                ),
             )),
             Some(Order::Keys(k)) => Some((
                 list(&k),
-                format!("from catalogue entry {}", entry.map(|e| e.title_for(&op.class, &op.name)).unwrap_or_default()),
+                format!(
+                    "from catalogue entry {}",
+                    entry
+                        .map(|e| e.title_for(&op.class, &op.name))
+                        .unwrap_or_default()
+                ),
             )),
             None => op.order.as_ref().and_then(|(keys, why)| {
                 let useful = sensitive_gates
@@ -373,13 +378,17 @@ pub(super) fn emit(
         if let Some(n) = entry.and_then(|e| e.replicas) {
             w.line(&format!(
                 "    # replicas: from catalogue entry {}",
-                entry.map(|e| e.title_for(&op.class, &op.name)).unwrap_or_default()
+                entry
+                    .map(|e| e.title_for(&op.class, &op.name))
+                    .unwrap_or_default()
             ));
             w.line(&format!("    replicas: {n}"));
         } else if let Some(r) = entry.and_then(|e| e.replicated) {
             w.line(&format!(
                 "    # replicated: from catalogue entry {}",
-                entry.map(|e| e.title_for(&op.class, &op.name)).unwrap_or_default()
+                entry
+                    .map(|e| e.title_for(&op.class, &op.name))
+                    .unwrap_or_default()
             ));
             w.line(&format!("    replicated: {r}"));
         } else if let Some(why) = &op.replicated {

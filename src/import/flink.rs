@@ -120,7 +120,10 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
         if !matches!(item.value, Value::Map(_)) {
             errors.push(invalid(
                 item.span,
-                format!("a node of the plan must be an object, found {}", item.describe()),
+                format!(
+                    "a node of the plan must be an object, found {}",
+                    item.describe()
+                ),
                 "expected an object",
             ));
             continue;
@@ -136,7 +139,10 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
         let Some(id) = id_of(id_node) else {
             errors.push(invalid(
                 id_node.span,
-                format!("a node's `id` must be a number or a string, found {}", id_node.describe()),
+                format!(
+                    "a node's `id` must be a number or a string, found {}",
+                    id_node.describe()
+                ),
                 "bad id",
             ));
             continue;
@@ -156,8 +162,12 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
         };
         if let Some(&(_, _, first)) = by_id.get(&id) {
             errors.push(
-                invalid(id_node.span, format!("node id {id} is used twice"), "second use")
-                    .related(first, "first use"),
+                invalid(
+                    id_node.span,
+                    format!("node id {id} is used twice"),
+                    "second use",
+                )
+                .related(first, "first use"),
             );
             continue;
         }
@@ -205,7 +215,11 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
             operators.push(op);
         }
         if chain.is_empty() {
-            errors.push(invalid(ty_span, format!("node {id} has an empty `type`"), "empty"));
+            errors.push(invalid(
+                ty_span,
+                format!("node {id} has an empty `type`"),
+                "empty",
+            ));
             continue;
         }
         by_id.insert(id, (first, operators.len() - 1, id_node.span));
@@ -293,7 +307,11 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
         ));
     }
     if operators.is_empty() && errors.is_empty() {
-        errors.push(invalid(nodes_node.span, "the plan has no nodes", "nothing to import"));
+        errors.push(invalid(
+            nodes_node.span,
+            "the plan has no nodes",
+            "nothing to import",
+        ));
     }
     if !errors.is_empty() {
         return Err(errors);

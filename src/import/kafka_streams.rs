@@ -258,14 +258,19 @@ fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
                     .at(Span::new(at, 0), "limit reached here")
                     .help("if this file is trusted, raise the limit with --max-components N"),
                 );
-                break;
+                // The processors past the limit are not read: the edges that name them
+                // would only repeat it.
+                return Err(errors);
             }
             let lead_name = rest.len() - rest.trim_start().len();
             let rest_at = at + skip + lead_name;
             let rest = rest.trim_start();
             // `NAME (details)`: the details are the last parenthesised group.
             let (name, details) = match rest.rfind(" (") {
-                Some(i) if rest.ends_with(')') => (&rest[..i], Some((&rest[i + 2..rest.len() - 1], rest_at + i + 2))),
+                Some(i) if rest.ends_with(')') => (
+                    &rest[..i],
+                    Some((&rest[i + 2..rest.len() - 1], rest_at + i + 2)),
+                ),
                 _ => (rest, None),
             };
             let name = name.trim_end();
@@ -300,7 +305,8 @@ fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
                 match (kind, key) {
                     (Kind::Source, "topics") => node.topics = items(value, v_at),
                     (Kind::Source, "topicPattern") => {
-                        node.dynamic = Some((value.trim().to_string(), Span::new(v_at, value.len())))
+                        node.dynamic =
+                            Some((value.trim().to_string(), Span::new(v_at, value.len())))
                     }
                     (Kind::Processor, "stores") => node.stores = items(value, v_at),
                     (Kind::Sink, "topic") => {
@@ -325,8 +331,12 @@ fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
             }
             if let Some(first) = defined.get(name) {
                 errors.push(
-                    invalid(span, format!("processor `{name}` is described twice"), "second description")
-                        .related(*first, "first description"),
+                    invalid(
+                        span,
+                        format!("processor `{name}` is described twice"),
+                        "second description",
+                    )
+                    .related(*first, "first description"),
                 );
                 continue;
             }
@@ -334,7 +344,10 @@ fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
             nodes.push(node);
             continue;
         }
-        if let Some(list) = line.strip_prefix("-->").or_else(|| line.strip_prefix("<--")) {
+        if let Some(list) = line
+            .strip_prefix("-->")
+            .or_else(|| line.strip_prefix("<--"))
+        {
             let forward = line.starts_with("-->");
             let Some(node) = nodes.last_mut() else {
                 errors.push(invalid(
@@ -586,7 +599,13 @@ pub fn derive_orders(topology: &mut Topology, catalog: &Catalog, entries: &[Opti
             if w != *i && !entry(w).is_some_and(|e| e.reads_state) {
                 let iface: String = s
                     .chars()
-                    .map(|c| if c.is_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+                    .map(|c| {
+                        if c.is_alphanumeric() || c == '-' || c == '_' {
+                            c
+                        } else {
+                            '_'
+                        }
+                    })
                     .take(120)
                     .collect();
                 store_edges.push(Edge {
@@ -657,7 +676,10 @@ mod tests {
 
     #[test]
     fn classes_drop_numeric_suffixes() {
-        assert_eq!(class_of("KSTREAM-AGGREGATE-0000000003"), "KSTREAM-AGGREGATE");
+        assert_eq!(
+            class_of("KSTREAM-AGGREGATE-0000000003"),
+            "KSTREAM-AGGREGATE"
+        );
         assert_eq!(class_of("KSTREAM-BRANCH-0000000001-0"), "KSTREAM-BRANCH");
         assert_eq!(class_of("orders-this-join"), "orders-this-join");
         assert_eq!(class_of("-1"), "-1");

@@ -36,11 +36,7 @@ const GROUPINGS: &[&str] = &[
     "NONE",
 ];
 
-fn list<'n>(
-    root: &'n Node,
-    key: &str,
-    errors: &mut Vec<Diagnostic>,
-) -> &'n [Node] {
+fn list<'n>(root: &'n Node, key: &str, errors: &mut Vec<Diagnostic>) -> &'n [Node] {
     match get(root, key) {
         None => &[],
         Some(Node {
@@ -61,14 +57,22 @@ fn list<'n>(
     }
 }
 
-fn text<'n>(item: &'n Node, key: &str, what: &str, errors: &mut Vec<Diagnostic>) -> Option<(&'n str, Span)> {
+fn text<'n>(
+    item: &'n Node,
+    key: &str,
+    what: &str,
+    errors: &mut Vec<Diagnostic>,
+) -> Option<(&'n str, Span)> {
     match get(item, key) {
         Some(n) => match n.as_str() {
             Some(s) if !s.trim().is_empty() => Some((s, n.span)),
             _ => {
                 errors.push(invalid(
                     n.span,
-                    format!("`{key}` of {what} must be a non-empty string, found {}", n.describe()),
+                    format!(
+                        "`{key}` of {what} must be a non-empty string, found {}",
+                        n.describe()
+                    ),
                     "expected a string",
                 ));
                 None
@@ -93,7 +97,10 @@ pub fn parse(source: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
     if !matches!(root.value, Value::Map(_)) {
         return Err(vec![invalid(
             Span::new(root.span.offset, 0),
-            format!("a Flux topology is a YAML mapping with `spouts`, `bolts` and `streams`, found {}", root.describe()),
+            format!(
+                "a Flux topology is a YAML mapping with `spouts`, `bolts` and `streams`, found {}",
+                root.describe()
+            ),
             "not a Flux file",
         )]);
     }
@@ -219,7 +226,10 @@ pub fn parse(source: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
         {
             errors.push(invalid(
                 to.map_or(s.span, |t| t.1),
-                format!("a stream cannot flow into spout `{}`; spouts only emit", operators[t].name),
+                format!(
+                    "a stream cannot flow into spout `{}`; spouts only emit",
+                    operators[t].name
+                ),
                 "into a spout",
             ));
             continue;
@@ -249,19 +259,19 @@ pub fn parse(source: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
                     Some(t) if t == "FIELDS" => {
                         let args = get(g, "args");
                         let fields: Option<Vec<String>> = match args.map(|a| &a.value) {
-                            Some(Value::Seq(xs)) if !xs.is_empty() => xs
-                                .iter()
-                                .map(|x| x.as_str().map(str::to_string))
-                                .collect(),
+                            Some(Value::Seq(xs)) if !xs.is_empty() => {
+                                xs.iter().map(|x| x.as_str().map(str::to_string)).collect()
+                            }
                             _ => None,
                         };
                         match fields {
-                            Some(f) if f.iter().all(|f| {
-                                !f.is_empty()
-                                    && !f.contains('.')
-                                    && !f.chars().any(|c| c.is_whitespace() || c.is_control())
-                                    && f.chars().count() <= crate::spec::MAX_NAME_CHARS
-                            }) && f.len() <= limits.max_attributes =>
+                            Some(f)
+                                if f.iter().all(|f| {
+                                    !f.is_empty()
+                                        && !f.contains('.')
+                                        && !f.chars().any(|c| c.is_whitespace() || c.is_control())
+                                        && f.chars().count() <= crate::spec::MAX_NAME_CHARS
+                                }) && f.len() <= limits.max_attributes =>
                             {
                                 (Partition::Keys(f), ty.map_or(g.span, |t| t.span))
                             }
@@ -293,7 +303,13 @@ pub fn parse(source: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
             input: operators[f]
                 .name
                 .chars()
-                .map(|c| if c.is_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+                .map(|c| {
+                    if c.is_alphanumeric() || c == '-' || c == '_' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
                 .take(120)
                 .collect(),
             partition,
@@ -312,7 +328,9 @@ pub fn parse(source: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
     if !errors.is_empty() {
         return Err(errors);
     }
-    let name = get(&root, "name").and_then(Node::as_str).map(str::to_string);
+    let name = get(&root, "name")
+        .and_then(Node::as_str)
+        .map(str::to_string);
     Ok(Topology {
         name,
         operators,
