@@ -510,3 +510,34 @@ fn huge_topologies_import_and_limits_are_located() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stdout(&o).contains("--max-file-size"));
 }
+
+/// The import codes (`I0xx`, not shown by spec fixtures: `tests/codes.rs` leaves them here)
+/// are each reported by some fixture of `tests/fixtures/import`.
+#[test]
+fn every_import_code_is_shown_by_a_fixture() {
+    let mut outputs = String::new();
+    glob_each(
+        &[
+            "tests/fixtures/import/kafka-streams",
+            "tests/fixtures/import/flink",
+            "tests/fixtures/import/storm-flux",
+            "tests/fixtures/import/errors",
+            "tests/fixtures/import/hostile",
+        ],
+        |path| {
+            let catalog = catalog_for(path);
+            outputs.push_str(&stdout(&blazes(&args_for("check", path, &catalog))));
+        },
+    );
+    let import_codes: Vec<&str> = blazes::codes::ALL
+        .iter()
+        .map(|c| c.id)
+        .filter(|id| id.starts_with('I'))
+        .collect();
+    assert_eq!(import_codes, ["I001", "I002", "I003"]);
+    for id in import_codes {
+        assert!(outputs.contains(&format!("{id}(")), "no fixture reports {id}");
+    }
+    // Negative control: a code no fixture reports is not found in the same outputs.
+    assert!(!outputs.contains("I999("));
+}
