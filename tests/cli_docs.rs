@@ -40,7 +40,9 @@ fn index_order(text: &str) -> Result<Vec<String>, String> {
     let ids: Vec<String> = codes
         .lines()
         .filter_map(|l| l.trim_start().split(' ').next())
-        .filter(|w| w.len() == 4 && (w.starts_with('C') || w.starts_with('S') || w.starts_with('I')))
+        .filter(|w| {
+            w.len() == 4 && (w.starts_with('C') || w.starts_with('S') || w.starts_with('I'))
+        })
         .map(str::to_string)
         .collect();
     let mut sorted = ids.clone();
@@ -243,7 +245,15 @@ fn every_shell_gets_a_script_naming_every_command() {
         assert_eq!(o.status.code(), Some(0), "{shell}");
         let s = stdout(&o);
         assert!(s.contains(marker), "{shell} script has `{marker}`");
-        for c in ["check", "plan", "render", "explain", "import", "completions", "man"] {
+        for c in [
+            "check",
+            "plan",
+            "render",
+            "explain",
+            "import",
+            "completions",
+            "man",
+        ] {
             assert!(s.contains(c), "{shell} script names {c}");
         }
         assert_eq!(

@@ -536,8 +536,56 @@ fn every_import_code_is_shown_by_a_fixture() {
         .collect();
     assert_eq!(import_codes, ["I001", "I002", "I003"]);
     for id in import_codes {
-        assert!(outputs.contains(&format!("{id}(")), "no fixture reports {id}");
+        assert!(
+            outputs.contains(&format!("{id}(")),
+            "no fixture reports {id}"
+        );
     }
     // Negative control: a code no fixture reports is not found in the same outputs.
     assert!(!outputs.contains("I999("));
+}
+
+/// The tables of `docs/import.md` name every pattern of every built-in entry, with its
+/// annotation, in the entry's row.
+#[test]
+fn the_documented_catalogues_match_the_built_in_ones() {
+    let doc = std::fs::read_to_string(root().join("docs/import.md")).unwrap();
+    let problems = undocumented(&doc);
+    assert!(problems.is_empty(), "{problems:#?}");
+    // Negative control: a row whose annotation is wrong is reported.
+    let wrong = doc.replace(
+        "| `KTABLE-SUPPRESS` | OW(key) |",
+        "| `KTABLE-SUPPRESS` | CR |",
+    );
+    assert_eq!(undocumented(&wrong).len(), 1);
+}
+
+fn undocumented(doc: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    for engine in Engine::ALL {
+        for e in Catalog::builtin(engine).unwrap().entries {
+            let first = format!("| `{}`", e.patterns()[0]);
+            let Some(row) = doc.lines().find(|l| l.starts_with(&first)) else {
+                problems.push(format!("{}: no row for {}", engine.name(), e.patterns()[0]));
+                continue;
+            };
+            for p in e.patterns() {
+                if !row.contains(&format!("`{p}`")) {
+                    problems.push(format!("{}: {p} missing from its row", engine.name()));
+                }
+            }
+            let annotation = match &e.gate {
+                Some(g) => format!("| {}({}) |", e.label.as_str(), g.join(", ")),
+                None => format!("| {} |", e.label.as_str()),
+            };
+            if !row.contains(&annotation) {
+                problems.push(format!(
+                    "{}: {} is not {annotation}",
+                    engine.name(),
+                    e.patterns()[0]
+                ));
+            }
+        }
+    }
+    problems
 }
