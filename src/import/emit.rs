@@ -73,6 +73,8 @@ fn sanitise(name: &str) -> String {
 #[derive(Default)]
 struct Namer {
     used: HashSet<String>,
+    /// The next suffix to try for a base name, so that many collisions stay linear.
+    next: HashMap<String, usize>,
 }
 
 impl Namer {
@@ -81,13 +83,14 @@ impl Namer {
         if self.used.insert(base.clone()) {
             return base;
         }
-        let mut n = 2usize;
+        let mut n = self.next.get(&base).copied().unwrap_or(2);
         loop {
             let candidate = format!("{base}-{n}");
+            n += 1;
             if self.used.insert(candidate.clone()) {
+                self.next.insert(base, n);
                 return candidate;
             }
-            n += 1;
         }
     }
 }
@@ -182,6 +185,8 @@ pub(super) fn emit(
         .collect();
     // Inputs per operator: from edges, in the order of the file.
     let mut inputs: Vec<Vec<Input>> = topology.operators.iter().map(|_| Vec::new()).collect();
+    // Where each (operator, input name) is in `inputs`: an operator may have many inputs.
+    let mut input_at: HashMap<(usize, &str), usize> = HashMap::new();
     let mut seen_edges: HashSet<(usize, usize, &str)> = HashSet::new();
     let mut edges: Vec<&Edge> = Vec::new();
     // In the order of the file, so that the spec reads like it.
@@ -189,24 +194,30 @@ pub(super) fn emit(
     by_position.sort_by_key(|e| (e.span.offset, e.from, e.to));
     for e in by_position {
         // Two edges between the same interfaces (Storm streams of one pair) are one stream.
+        let known = input_at.get(&(e.to, e.input.as_str())).copied();
         if !seen_edges.insert((e.from, e.to, e.input.as_str())) {
-            if let Some(i) = inputs[e.to].iter_mut().find(|i| i.name == e.input) {
+            if let Some(k) = known {
+                let i = &mut inputs[e.to][k];
                 i.partition = meet(&i.partition, &e.partition);
             }
             continue;
         }
         edges.push(e);
-        match inputs[e.to].iter_mut().find(|i| i.name == e.input) {
-            Some(i) => {
+        match known {
+            Some(k) => {
+                let i = &mut inputs[e.to][k];
                 i.partition = meet(&i.partition, &e.partition);
                 i.via.push(e);
             }
-            None => inputs[e.to].push(Input {
-                name: e.input.clone(),
-                partition: e.partition.clone(),
-                store: e.store.as_deref(),
-                via: vec![e],
-            }),
+            None => {
+                input_at.insert((e.to, e.input.as_str()), inputs[e.to].len());
+                inputs[e.to].push(Input {
+                    name: e.input.clone(),
+                    partition: e.partition.clone(),
+                    store: e.store.as_deref(),
+                    via: vec![e],
+                });
+            }
         }
     }
     // External inputs: sources of the spec, one per external name.
@@ -220,7 +231,7 @@ pub(super) fn emit(
                 sources.push((n, r));
             }
         }
-        if !op.reads.is_empty() && !inputs[i].iter().any(|x| x.name == "in") {
+        if !op.reads.is_empty() && !input_at.contains_key(&(i, "in")) {
             inputs[i].insert(
                 0,
                 Input {

@@ -274,6 +274,16 @@ fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
                 _ => (rest, None),
             };
             let name = name.trim_end();
+            if details.is_none()
+                && let Some(open) = rest.find(" (")
+            {
+                errors.push(invalid(
+                    Span::new(rest_at + open + 1, rest.len() - open - 1),
+                    format!("the `(` after `{}` is never closed", &rest[..open]),
+                    "unclosed",
+                ));
+                continue;
+            }
             if name.is_empty() {
                 errors.push(invalid(
                     Span::new(at, line.len()),
@@ -584,19 +594,29 @@ fn kind_word(k: Kind) -> &'static str {
 
 /// Links the processors that read a store to the ones that write it, and gives `order:
 /// [key]` to the processors that see a topic partition's order (see the module's doc).
-pub fn derive_orders(topology: &mut Topology, catalog: &Catalog, entries: &[Option<usize>]) {
+/// Store links count against the edge limit: a store listed by many processors links each
+/// reader to each writer.
+pub fn derive_orders(
+    topology: &mut Topology,
+    catalog: &Catalog,
+    entries: &[Option<usize>],
+    limits: &Limits,
+) -> Result<(), Vec<Diagnostic>> {
     let entry = |i: usize| entries[i].map(|e| &catalog.entries[e]);
-    let mut by_store: HashMap<&str, Vec<(usize, Span)>> = HashMap::new();
-    for (i, s, span) in &topology.stores {
-        by_store.entry(s.as_str()).or_default().push((*i, *span));
+    // The writers of each store: the processors listing it that do not only read it.
+    let mut writers: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, s, _) in &topology.stores {
+        if !entry(*i).is_some_and(|e| e.reads_state) {
+            writers.entry(s.as_str()).or_default().push(*i);
+        }
     }
     let mut store_edges = Vec::new();
     for (i, s, span) in &topology.stores {
         if !entry(*i).is_some_and(|e| e.reads_state) {
             continue;
         }
-        for &(w, _) in &by_store[s.as_str()] {
-            if w != *i && !entry(w).is_some_and(|e| e.reads_state) {
+        for &w in writers.get(s.as_str()).map_or(&[][..], Vec::as_slice) {
+            if w != *i {
                 let iface: String = s
                     .chars()
                     .map(|c| {
@@ -608,6 +628,19 @@ pub fn derive_orders(topology: &mut Topology, catalog: &Catalog, entries: &[Opti
                     })
                     .take(120)
                     .collect();
+                if topology.edges.len() + store_edges.len() >= limits.max_streams {
+                    return Err(vec![
+                        Diagnostic::new(
+                            &codes::LIMIT,
+                            format!(
+                                "linking the readers of store `{s}` to its writers makes more than {} edges, the limit (--max-streams)",
+                                limits.max_streams
+                            ),
+                        )
+                        .at(*span, "limit reached here")
+                        .help("if this file is trusted, raise the limit with --max-streams N"),
+                    ]);
+                }
                 store_edges.push(Edge {
                     from: w,
                     to: *i,
@@ -668,6 +701,7 @@ pub fn derive_orders(topology: &mut Topology, catalog: &Catalog, entries: &[Opti
             ));
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]

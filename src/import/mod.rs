@@ -197,14 +197,24 @@ pub fn import(
         topology
             .operators
             .iter()
-            .map(|op| lookup.find(&op.class, &op.name))
+            .map(|op| lookup.find(prefix(&op.class), prefix(&op.name)))
             .collect()
     };
     if engine == Engine::KafkaStreams {
-        kafka_streams::derive_orders(&mut topology, catalog, &entries);
+        kafka_streams::derive_orders(&mut topology, catalog, &entries, limits)?;
     }
     let name = topology.name.clone().unwrap_or_else(|| name.to_string());
     Ok(emit::emit(engine, &topology, catalog, &entries, &name))
+}
+
+/// What catalogue patterns are matched against: at most the first 4096 bytes of a class or
+/// name (a Flink SQL operator's description can be long; a hostile one, megabytes).
+fn prefix(s: &str) -> &str {
+    let mut end = s.len().min(4096);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 /// Bytes of a topology file as text: the reasons it cannot be (not UTF-8) are I003 errors.
