@@ -297,7 +297,7 @@ pub(super) fn emit(
         let paths: Vec<(String, PathOut)> = inputs[i]
             .iter()
             .map(|input| {
-                let out = path_of(engine, op, entry, input, &mut unnamed_key);
+                let out = path_of(op, entry, input, &mut unnamed_key);
                 (input.name.clone(), out)
             })
             .collect();
@@ -522,7 +522,6 @@ fn seal_text(seal: &Option<(Vec<String>, String)>) -> (String, String) {
 
 /// The annotation of the path from `input` to the operator's output.
 fn path_of(
-    engine: Engine,
     op: &super::Operator,
     entry: Option<&Entry>,
     input: &Input,
@@ -592,7 +591,6 @@ fn path_of(
         Some(g) => format!("{}({})", e.label.as_str(), g.join(", ")),
         None => e.label.as_str().to_string(),
     };
-    let _ = engine;
     PathOut {
         label: e.label,
         gate,

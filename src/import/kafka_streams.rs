@@ -218,7 +218,6 @@ fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
     let mut errors: Vec<Diagnostic> = Vec::new();
     let mut nodes: Vec<Node> = Vec::new();
     let mut global = false;
-    let mut saw_header = false;
     let mut defined: HashMap<String, Span> = HashMap::new();
     for (offset, raw) in lines(text) {
         let line = raw.trim();
@@ -228,12 +227,10 @@ fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
         let lead = raw.len() - raw.trim_start().len();
         let at = offset + lead;
         if line == "Topologies:" || line == "Topology:" {
-            saw_header = true;
             continue;
         }
         if let Some(rest) = line.strip_prefix("Sub-topology:") {
             global = rest.contains("for global store");
-            saw_header = true;
             continue;
         }
         let (kind, rest, skip) = if let Some(r) = line.strip_prefix("Source:") {
@@ -394,7 +391,6 @@ fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
             break;
         }
     }
-    let _ = saw_header;
     if nodes.is_empty() && errors.is_empty() {
         errors.push(invalid(
             Span::new(0, 0),

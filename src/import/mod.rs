@@ -47,15 +47,6 @@ impl Engine {
         }
     }
 
-    /// What the engine prints, for messages.
-    pub fn format(self) -> &'static str {
-        match self {
-            Engine::KafkaStreams => "a Kafka Streams topology description (`Topology#describe()`)",
-            Engine::Flink => "a Flink execution plan (`getExecutionPlan()` JSON)",
-            Engine::StormFlux => "a Storm Flux topology (YAML)",
-        }
-    }
-
     pub fn parse(s: &str) -> Option<Engine> {
         Engine::ALL.into_iter().find(|e| e.name() == s)
     }
