@@ -4,7 +4,7 @@
 //! Each engine's module parses its format into a [`Topology`] (operators located in the file,
 //! edges with how they partition records); [`catalog`] says what each operator does, as an
 //! annotation, a gate, seals, order and replication, from the engine's built-in catalogue and
-//! the user's; [`emit`] writes the result as a spec (YAML text with a comment on every
+//! the user's; `emit` writes the result as a spec (YAML text with a comment on every
 //! annotation naming the catalogue entry that produced it) together with a [`SourceMap`]
 //! from spans of the spec to spans of the file. [`check_imported`] analyses the spec like any
 //! other and moves every location of the report back into the file, so that every output
