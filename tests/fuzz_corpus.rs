@@ -262,3 +262,35 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// Topology fixtures with lines swapped, repeated or removed (an edge before its
+    /// processor, a processor twice, a node without its id, a stream without its grouping):
+    /// never a panic, and every invariant of `import_pipeline` holds.
+    #[test]
+    fn topologies_with_lines_moved_never_panic(
+        pick in 0usize..64,
+        ops in proptest::collection::vec((0usize..200, 0usize..200, 0u8..3), 1..8),
+    ) {
+        let fixtures = import_fixtures();
+        let (engine, original) = &fixtures[pick % fixtures.len()];
+        let text = String::from_utf8_lossy(original).into_owned();
+        let mut lines: Vec<&str> = text.split('\n').collect();
+        for (a, b, kind) in ops {
+            if lines.is_empty() {
+                break;
+            }
+            let (a, b) = (a % lines.len(), b % lines.len());
+            match kind {
+                0 => lines.swap(a, b),
+                1 => lines.insert(b, lines[a]),
+                _ => {
+                    lines.remove(a);
+                }
+            }
+        }
+        fuzzing::import_pipeline(*engine, lines.join("\n").as_bytes(), &fuzzing::fuzz_options());
+    }
+}
