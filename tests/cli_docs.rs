@@ -40,7 +40,9 @@ fn index_order(text: &str) -> Result<Vec<String>, String> {
     let ids: Vec<String> = codes
         .lines()
         .filter_map(|l| l.trim_start().split(' ').next())
-        .filter(|w| w.len() == 4 && (w.starts_with('C') || w.starts_with('S')))
+        .filter(|w| {
+            w.len() == 4 && (w.starts_with('C') || w.starts_with('S') || w.starts_with('I'))
+        })
         .map(str::to_string)
         .collect();
     let mut sorted = ids.clone();
@@ -202,6 +204,7 @@ fn bash_loads_the_completions_and_completes() {
         "render",
         "explain",
         "gen",
+        "import",
         "completions",
         "man",
     ] {
@@ -242,7 +245,15 @@ fn every_shell_gets_a_script_naming_every_command() {
         assert_eq!(o.status.code(), Some(0), "{shell}");
         let s = stdout(&o);
         assert!(s.contains(marker), "{shell} script has `{marker}`");
-        for c in ["check", "plan", "render", "explain", "completions", "man"] {
+        for c in [
+            "check",
+            "plan",
+            "render",
+            "explain",
+            "import",
+            "completions",
+            "man",
+        ] {
             assert!(s.contains(c), "{shell} script names {c}");
         }
         assert_eq!(
@@ -290,6 +301,7 @@ fn man_pages_render_without_warnings() {
         "explain",
         "plan",
         "gen",
+        "import",
         "completions",
         "man",
     ] {
@@ -309,6 +321,7 @@ fn man_pages_render_without_warnings() {
         "explain",
         "plan",
         "gen",
+        "import",
         "completions",
         "man",
     ] {
@@ -336,7 +349,7 @@ fn man_of_an_unknown_command_is_a_usage_error() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         stderr(&o),
-        "error: `chek` is not a blazes command (did you mean `check`?); the commands are: check, render, explain, plan, gen, completions, man\n"
+        "error: `chek` is not a blazes command (did you mean `check`?); the commands are: check, render, explain, plan, gen, import, completions, man\n"
     );
     assert!(stdout(&o).is_empty());
 }

@@ -10,6 +10,7 @@ mod args;
 mod check;
 mod explain;
 mod generate;
+mod import;
 mod io;
 mod man;
 mod plan;
@@ -72,6 +73,7 @@ pub fn run() -> i32 {
         Command::Explain { code } => explain::run(code.as_deref()),
         Command::Plan(args) => plan::run(args),
         Command::Gen(args) => generate::run(args),
+        Command::Import(args) => import::run(args),
         Command::Completions { shell } => man::run_completions(*shell),
         Command::Man { command } => man::run_man(command.as_deref()),
     }
