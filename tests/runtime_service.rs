@@ -10,8 +10,7 @@
 //! - Sessions, on tokio's paused clock so expiry is exact: no `LeaseLost` before the TTL, one at
 //!   the first tick after it; a renewing worker never loses its lease; a takeover resumes from
 //!   the last commit; the former holder's commit is refused (expired, then fenced).
-//! - Barrier: a push into a full buffer waits (its future stays pending) until a release frees
-//!   room, then completes; core errors come back to the caller.
+//! The barrier service has its own file, `runtime_barrier_service.rs`.
 #![cfg(feature = "tokio")]
 
 use std::collections::BTreeMap;
@@ -19,9 +18,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use blazes::runtime::{
-    AsyncLog, BarrierConfig, BarrierError, BarrierService, Envelope, Log, LogError, MemLog,
-    ProducerId, Record, SealBarrier, SequencerError, SequencerService, ServiceError, SessionConfig,
-    SessionError, SessionEvent, SessionService, Submitted, sequencer::decode_record,
+    AsyncLog, Envelope, Log, LogError, MemLog, ProducerId, Record, SequencerError,
+    SequencerService, ServiceError, SessionConfig, SessionError, SessionEvent, SessionService,
+    Submitted, sequencer::decode_record,
 };
 use tokio::time::{Instant, advance, timeout};
 
@@ -405,88 +404,6 @@ async fn a_renewing_worker_keeps_its_lease() {
     let event = timeout(TTL + TICK, events.recv()).await.unwrap().unwrap();
     assert!(matches!(event, SessionEvent::LeaseLost { worker: 1, .. }));
     assert!(svc.accept(2).await.unwrap().is_some());
-}
-
-#[tokio::test(start_paused = true)]
-async fn barrier_push_waits_while_full_until_a_release() {
-    let BarrierService {
-        handle: barrier,
-        mut releases,
-        ..
-    } = BarrierService::spawn(
-        SealBarrier::<u32, &str>::new([1], 2),
-        BarrierConfig {
-            max_waiting: 4,
-            stall_after: Duration::from_secs(3600),
-        },
-    );
-    barrier.push(1, 0, 0, "a").await.unwrap();
-    barrier.push(1, 0, 1, "b").await.unwrap();
-
-    // The buffer is full: this push must wait, not fail and not be accepted.
-    let waiting = tokio::spawn({
-        let barrier = barrier.clone();
-        async move { barrier.push(1, 1, 0, "c").await }
-    });
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    assert!(!waiting.is_finished(), "push into a full barrier returned");
-
-    // Completing partition 0 frees room; the parked push goes through.
-    barrier.seal(1, 0, 2).await.unwrap();
-    let r0 = releases.recv().await.unwrap();
-    assert_eq!((r0.partition, r0.records), (0, vec!["a", "b"]));
-    waiting.await.unwrap().unwrap();
-    barrier.seal(1, 1, 1).await.unwrap();
-    let r1 = releases.recv().await.unwrap();
-    assert_eq!((r1.partition, r1.records), (1, vec!["c"]));
-
-    // Other refusals are not back-pressure: they come back at once.
-    let err = barrier.push(1, 0, 2, "late").await.unwrap_err();
-    assert!(
-        matches!(err, ServiceError::Core(BarrierError::Late { .. })),
-        "{err}"
-    );
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_producer_that_stops_sealing_is_reported_not_waited_for_silently() {
-    const STALL: Duration = Duration::from_secs(30);
-    let BarrierService {
-        handle: barrier,
-        mut releases,
-        mut stalls,
-        ..
-    } = BarrierService::spawn(
-        SealBarrier::<u32, &str>::new([1, 2], 16),
-        BarrierConfig {
-            max_waiting: 4,
-            stall_after: STALL,
-        },
-    );
-    let start = Instant::now();
-    // Partition 0: producer 1 seals, producer 2 never does.
-    barrier.push(1, 0, 0, "a").await.unwrap();
-    barrier.seal(1, 0, 1).await.unwrap();
-    // Control: partition 1 completes in time and is never reported.
-    barrier.push(2, 1, 0, "b").await.unwrap();
-    barrier.seal(1, 1, 0).await.unwrap();
-    barrier.seal(2, 1, 1).await.unwrap();
-    assert_eq!(releases.recv().await.unwrap().partition, 1);
-    assert!(
-        timeout(STALL - Duration::from_secs(1), stalls.recv())
-            .await
-            .is_err(),
-        "reported before the stall time"
-    );
-    let stalled = stalls.recv().await.unwrap();
-    assert_eq!((stalled.partition, stalled.missing), (0, vec![2]));
-    assert!(
-        stalled.waiting >= STALL && start.elapsed() <= STALL + STALL / 4 + Duration::from_millis(1)
-    );
-    // Reported once; the partition still completes if the producer comes back.
-    barrier.seal(2, 0, 0).await.unwrap();
-    assert_eq!(releases.recv().await.unwrap().partition, 0);
-    assert!(timeout(STALL * 4, stalls.recv()).await.is_err());
 }
 
 /// An engine reached by round trips (each call yields to the runtime), whose acknowledgement of

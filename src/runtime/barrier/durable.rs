@@ -200,13 +200,13 @@ where
     #[allow(clippy::type_complexity)]
     pub fn apply_batch(
         &mut self,
-        ops: Vec<BarrierOp<P, R>>,
+        ops: &[BarrierOp<P, R>],
     ) -> Result<Vec<Result<Option<Release<P, R>>, BarrierError>>, DurableBarrierError> {
         self.usable()?;
         let mut entries = Vec::new();
         let mut outcomes = Vec::with_capacity(ops.len());
         for op in ops {
-            let outcome = match &op {
+            let outcome = match op {
                 BarrierOp::Delivered(p) => {
                     if self.undelivered.remove(p).is_none() {
                         outcomes.push(Ok(None));
@@ -217,7 +217,7 @@ where
                 _ => self.core.apply(op.clone()),
             };
             if let Ok(release) = &outcome {
-                entries.push(self.encode(&Entry::Op(op))?);
+                entries.push(self.encode(&Entry::Op(op.clone()))?);
                 if let Some(r) = release {
                     self.undelivered.insert(r.partition.clone(), r.clone());
                 }
@@ -237,7 +237,7 @@ where
         &mut self,
         op: BarrierOp<P, R>,
     ) -> Result<Option<Release<P, R>>, DurableBarrierError> {
-        let mut outcomes = self.apply_batch(vec![op])?;
+        let mut outcomes = self.apply_batch(std::slice::from_ref(&op))?;
         Ok(outcomes.pop().expect("one outcome per op")?)
     }
 

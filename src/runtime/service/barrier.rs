@@ -1,27 +1,29 @@
-//! The barrier task: back-pressure without polling, stall reports.
+//! The barrier task: a [`DurableBarrier`] with group commit, back-pressure without polling,
+//! stall reports.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Debug;
+use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use super::{QUEUE, ServiceError};
-use crate::runtime::barrier::{BarrierError, Release, SealBarrier};
+use super::{QUEUE, ServiceError, offload};
+use crate::runtime::barrier::{
+    BarrierError, BarrierOp, DurableBarrier, DurableBarrierError, Release, SealBarrier,
+};
+use crate::runtime::log::{Log, LogError};
 use crate::runtime::sequencer::ProducerId;
-
-enum Offer<P, R> {
-    Record(ProducerId, P, u64, R),
-    Seal(ProducerId, P, u64),
-}
 
 type PushReply = oneshot::Sender<Result<(), ServiceError<BarrierError>>>;
 
 /// Cloneable access to a running [`BarrierService`].
 pub struct BarrierHandle<P, R> {
-    tx: mpsc::Sender<(Offer<P, R>, PushReply)>,
+    tx: mpsc::Sender<(BarrierOp<P, R>, PushReply)>,
 }
 
 impl<P, R> Clone for BarrierHandle<P, R> {
@@ -57,77 +59,108 @@ pub struct BarrierConfig {
     /// A partition pending this long after its first message is reported on
     /// [`BarrierService::stalls`] (once), naming the producers it waits for.
     pub stall_after: Duration,
+    /// Journal records between snapshots ([`DurableBarrier::compact_every`]).
+    pub compact_every: u64,
 }
 
-/// The task that owns a [`SealBarrier`], as [`BarrierService::spawn`] returns it.
+/// The task that owns a [`DurableBarrier`], as [`BarrierService::open`] returns it.
 #[derive(Debug)]
-pub struct BarrierService<P: Ord, R> {
-    /// Where producers push records and seals (clone it per producer).
+pub struct BarrierService<P: Ord, R, L> {
+    /// Where producers push records and seals (clone it per producer), and where the consumer
+    /// acknowledges releases ([`BarrierHandle::delivered`]).
     pub handle: BarrierHandle<P, R>,
-    /// Released partitions, in the order they completed.
+    /// Released partitions: first those decided before a crash and not acknowledged, then new
+    /// ones in the order they completed. Each is durable before it is sent.
     pub releases: mpsc::Receiver<Release<P, R>>,
     /// Partitions whose producers stopped short of completing them (a producer that stopped
     /// sealing, or lost records): the barrier cannot tell a slow producer from a dead one, so
     /// it reports and keeps waiting; removing a dead producer is a membership decision
-    /// ([`SealBarrier::set_producers`] on the core).
+    /// ([`BarrierHandle::set_producers`]).
     pub stalls: mpsc::UnboundedReceiver<Stalled<P>>,
-    /// Ends when every handle is dropped or the receiver of releases is; yields the barrier.
-    pub task: JoinHandle<SealBarrier<P, R>>,
+    /// Ends when every handle is dropped, the receiver of releases is, or the journal failed;
+    /// yields the barrier.
+    pub task: JoinHandle<DurableBarrier<P, R, L>>,
 }
 
-impl<P, R> BarrierService<P, R>
+/// Most messages journaled by one append and one sync.
+const GROUP: usize = 256;
+
+impl<P, R, L> BarrierService<P, R, L>
 where
-    P: Ord + Clone + Debug + Send + 'static,
-    R: Clone + PartialEq + Send + 'static,
+    P: Ord + Clone + Debug + Serialize + DeserializeOwned + Send + 'static,
+    R: Clone + PartialEq + Serialize + DeserializeOwned + Send + 'static,
+    L: Log + Send + 'static,
 {
-    /// Spawns the task that owns `barrier`. Releases come out of `releases`, in the order
-    /// partitions complete; at most `config.max_waiting` of them wait there before the task
-    /// waits for the consumer, so a slow consumer slows producers instead of growing memory.
-    pub fn spawn(barrier: SealBarrier<P, R>, config: BarrierConfig) -> Self {
+    /// Opens the barrier on `journal` ([`DurableBarrier::open`], replaying it into `empty`) and
+    /// spawns the task that owns it. The journal's IO, fsync included, runs on tokio's blocking
+    /// pool. Releases come out of `releases`; at most `config.max_waiting` of them wait there
+    /// before the task waits for the consumer, so a slow consumer slows producers instead of
+    /// growing memory.
+    pub fn open(
+        empty: SealBarrier<P, R>,
+        journal: L,
+        config: BarrierConfig,
+    ) -> Result<Self, DurableBarrierError> {
+        let (mut barrier, undelivered) = DurableBarrier::open(empty, journal)?;
+        barrier.compact_every(config.compact_every);
         let (tx, rx) = mpsc::channel(QUEUE);
         let (out_tx, out_rx) = mpsc::channel(config.max_waiting.max(1));
         let (stall_tx, stall_rx) = mpsc::unbounded_channel();
-        BarrierService {
+        Ok(BarrierService {
             handle: BarrierHandle { tx },
             releases: out_rx,
             stalls: stall_rx,
             task: tokio::spawn(run_barrier(
                 barrier,
+                undelivered,
                 rx,
                 out_tx,
                 stall_tx,
                 config.stall_after,
             )),
-        }
+        })
     }
 }
 
-fn offered_partition<P, R>(offer: &Offer<P, R>) -> &P {
-    match offer {
-        Offer::Record(_, p, _, _) | Offer::Seal(_, p, _) => p,
-    }
+/// The journal failed: what the task tells every caller it cannot answer any more.
+fn fatal(e: DurableBarrierError) -> Arc<LogError> {
+    Arc::new(match e {
+        DurableBarrierError::Log(e) => e,
+        other => LogError::Io {
+            path: "barrier journal".into(),
+            source: std::io::Error::other(other.to_string()),
+        },
+    })
 }
 
-async fn run_barrier<P, R>(
-    mut core: SealBarrier<P, R>,
-    mut rx: mpsc::Receiver<(Offer<P, R>, PushReply)>,
+async fn run_barrier<P, R, L>(
+    mut core: DurableBarrier<P, R, L>,
+    undelivered: Vec<Release<P, R>>,
+    mut rx: mpsc::Receiver<(BarrierOp<P, R>, PushReply)>,
     out: mpsc::Sender<Release<P, R>>,
     stalls: mpsc::UnboundedSender<Stalled<P>>,
     stall_after: Duration,
-) -> SealBarrier<P, R>
+) -> DurableBarrier<P, R, L>
 where
-    P: Ord + Clone + Debug,
-    R: Clone + PartialEq,
+    P: Ord + Clone + Debug + Serialize + DeserializeOwned + Send + 'static,
+    R: Clone + PartialEq + Serialize + DeserializeOwned + Send + 'static,
+    L: Log + Send + 'static,
 {
-    // Records the core refused with `Full`, oldest first. They wait here, not in a retry loop
+    // Decided before a crash, not acknowledged: handed out again first, identical.
+    for release in undelivered {
+        if out.send(release).await.is_err() {
+            return core;
+        }
+    }
+    // Messages the core refused with `Full`, oldest first. They wait here, not in a retry loop
     // of the producer: only a release frees room, so they are retried exactly then.
-    let mut parked: VecDeque<(Offer<P, R>, PushReply)> = VecDeque::new();
+    let mut parked: VecDeque<(BarrierOp<P, R>, PushReply)> = VecDeque::new();
     // Pending partitions: when their first message arrived, and whether they were reported.
     let mut since: BTreeMap<P, (Instant, bool)> = BTreeMap::new();
     let mut ticker = tokio::time::interval((stall_after / 4).max(Duration::from_millis(1)));
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
-        let (offer, reply) = tokio::select! {
+        let first = tokio::select! {
             biased;
             req = rx.recv() => match req {
                 Some(req) => req,
@@ -139,93 +172,107 @@ where
                     let waiting = now.duration_since(*first);
                     if !*reported && waiting >= stall_after {
                         *reported = true;
-                        let missing = core.missing(partition);
+                        let missing = core.barrier().missing(partition);
                         let _ = stalls.send(Stalled { partition: partition.clone(), missing, waiting });
                     }
                 }
                 continue;
             }
         };
-        let partition = offered_partition(&offer).clone();
-        let released = apply(&mut core, offer, reply, &mut parked);
-        if !core.is_released(&partition) && !core.missing(&partition).is_empty() {
-            since
-                .entry(partition)
-                .or_insert_with(|| (Instant::now(), false));
+        // Group commit: everything queued goes into one append and one sync.
+        let mut batch = vec![first];
+        while batch.len() < GROUP {
+            match rx.try_recv() {
+                Ok(req) => batch.push(req),
+                Err(_) => break,
+            }
         }
-        let mut released = match released {
-            Some(release) => vec![release],
-            None => continue,
-        };
-        while !released.is_empty() {
-            for release in released.drain(..) {
+        loop {
+            let (sent, replies): (Vec<_>, Vec<_>) = batch.into_iter().unzip();
+            let tracked: Vec<Option<P>> = sent
+                .iter()
+                .map(|op| match op {
+                    BarrierOp::Record { partition, .. }
+                    | BarrierOp::Seal { partition, .. }
+                    | BarrierOp::Producers { partition, .. } => Some(partition.clone()),
+                    BarrierOp::ForgetBelow(_) | BarrierOp::Delivered(_) => None,
+                })
+                .collect();
+            let (ops, outcomes): (Vec<BarrierOp<P, R>>, _);
+            (core, (ops, outcomes)) = offload(core, move |c| {
+                let outcomes = c.apply_batch(&sent);
+                (sent, outcomes)
+            })
+            .await;
+            let outcomes = match outcomes {
+                Ok(outcomes) => outcomes,
+                Err(e) => {
+                    // Nothing of this batch may be acknowledged: it may not be durable.
+                    let e = fatal(e);
+                    for reply in replies.into_iter().chain(parked.drain(..).map(|(_, r)| r)) {
+                        let _ = reply.send(Err(ServiceError::Fatal(e.clone())));
+                    }
+                    return core;
+                }
+            };
+            // Every outcome is durable now: answer, then hand the releases on.
+            let mut released = Vec::new();
+            for (((op, reply), outcome), partition) in
+                ops.into_iter().zip(replies).zip(outcomes).zip(tracked)
+            {
+                match outcome {
+                    Err(BarrierError::Full { .. }) => parked.push_back((op, reply)),
+                    Err(e) => {
+                        let _ = reply.send(Err(ServiceError::Core(e)));
+                    }
+                    Ok(release) => {
+                        let _ = reply.send(Ok(()));
+                        released.extend(release);
+                    }
+                }
+                if let Some(partition) = partition
+                    && !core.barrier().is_released(&partition)
+                    && !core.barrier().missing(&partition).is_empty()
+                {
+                    since
+                        .entry(partition)
+                        .or_insert_with(|| (Instant::now(), false));
+                }
+            }
+            if released.is_empty() {
+                break;
+            }
+            for release in released {
                 since.remove(&release.partition);
                 if out.send(release).await.is_err() {
                     // Nobody consumes releases any more: accepting records would be pointless.
                     return core;
                 }
             }
-            // A release freed room: retry the parked records once each, in arrival order; one
-            // that is still refused goes back to the end of the line.
-            for _ in 0..parked.len() {
-                let Some((offer, reply)) = parked.pop_front() else {
-                    break;
-                };
-                released.extend(apply(&mut core, offer, reply, &mut parked));
+            // A release freed room: retry the parked messages, in arrival order; those still
+            // refused go back to the line.
+            if parked.is_empty() {
+                break;
             }
+            batch = parked.drain(..).collect();
         }
     }
     core
 }
 
-/// Offers one message to the core and answers its sender, except on `Full`, where the message
-/// is parked with its reply still pending. Returns the release it completed, if any.
-fn apply<P, R>(
-    core: &mut SealBarrier<P, R>,
-    offer: Offer<P, R>,
-    reply: PushReply,
-    parked: &mut VecDeque<(Offer<P, R>, PushReply)>,
-) -> Option<Release<P, R>>
-where
-    P: Ord + Clone + Debug,
-    R: Clone + PartialEq,
-{
-    let result = match &offer {
-        Offer::Record(producer, partition, index, record) => {
-            core.offer_record(*producer, partition.clone(), *index, record.clone())
-        }
-        Offer::Seal(producer, partition, count) => {
-            core.offer_seal(*producer, partition.clone(), *count)
-        }
-    };
-    match result {
-        Err(BarrierError::Full { .. }) => {
-            parked.push_back((offer, reply));
-            None
-        }
-        Err(e) => {
-            let _ = reply.send(Err(ServiceError::Core(e)));
-            None
-        }
-        Ok(release) => {
-            let _ = reply.send(Ok(()));
-            release
-        }
-    }
-}
-
 impl<P, R> BarrierHandle<P, R> {
-    async fn offer(&self, offer: Offer<P, R>) -> Result<(), ServiceError<BarrierError>> {
+    async fn offer(&self, op: BarrierOp<P, R>) -> Result<(), ServiceError<BarrierError>> {
         let (reply, answer) = oneshot::channel();
         self.tx
-            .send((offer, reply))
+            .send((op, reply))
             .await
             .map_err(|_| ServiceError::Stopped)?;
         answer.await.unwrap_or(Err(ServiceError::Stopped))
     }
 
     /// Offers record `index` of `producer` for `partition`; resolves once the barrier accepted
-    /// it, waiting while the buffer is full. Errors other than `Full` are returned at once.
+    /// it and journaled it durably, waiting while the buffer is full. Errors other than `Full`
+    /// are returned at once.
     pub async fn push(
         &self,
         producer: ProducerId,
@@ -233,8 +280,13 @@ impl<P, R> BarrierHandle<P, R> {
         index: u64,
         record: R,
     ) -> Result<(), ServiceError<BarrierError>> {
-        self.offer(Offer::Record(producer, partition, index, record))
-            .await
+        self.offer(BarrierOp::Record {
+            producer,
+            partition,
+            index,
+            record,
+        })
+        .await
     }
 
     /// Offers `producer`'s seal of `partition`, announcing `count` records.
@@ -244,6 +296,35 @@ impl<P, R> BarrierHandle<P, R> {
         partition: P,
         count: u64,
     ) -> Result<(), ServiceError<BarrierError>> {
-        self.offer(Offer::Seal(producer, partition, count)).await
+        self.offer(BarrierOp::Seal {
+            producer,
+            partition,
+            count,
+        })
+        .await
+    }
+
+    /// Sets the producer set of `partition` ([`SealBarrier::set_producers`]).
+    pub async fn set_producers(
+        &self,
+        partition: P,
+        producers: Vec<ProducerId>,
+    ) -> Result<(), ServiceError<BarrierError>> {
+        self.offer(BarrierOp::Producers {
+            partition,
+            producers,
+        })
+        .await
+    }
+
+    /// Acknowledges that the consumer has durably dealt with `partition`'s release: after a
+    /// crash of the service it is not handed out again. Until then it is, identical.
+    pub async fn delivered(&self, partition: P) -> Result<(), ServiceError<BarrierError>> {
+        self.offer(BarrierOp::Delivered(partition)).await
+    }
+
+    /// Forgets released partitions below `floor` ([`SealBarrier::forget_released_below`]).
+    pub async fn forget_released_below(&self, floor: P) -> Result<(), ServiceError<BarrierError>> {
+        self.offer(BarrierOp::ForgetBelow(floor)).await
     }
 }

@@ -58,6 +58,25 @@ pub(super) async fn call<Req, T, E>(
     answer.await.unwrap_or(Err(ServiceError::Stopped))
 }
 
+/// Runs `op` on `core` on tokio's blocking pool, for the calls that write and fsync a log; the
+/// core travels there and back, as the task's sole owner.
+pub(super) async fn offload<C, T>(core: C, op: impl FnOnce(&mut C) -> T + Send + 'static) -> (C, T)
+where
+    C: Send + 'static,
+    T: Send + 'static,
+{
+    let mut core = core;
+    let back = tokio::task::spawn_blocking(move || {
+        let out = op(&mut core);
+        (core, out)
+    })
+    .await;
+    match back {
+        Ok(back) => back,
+        Err(join) => std::panic::resume_unwind(join.into_panic()),
+    }
+}
+
 /// Bound on requests queued per service: callers beyond it wait in `send`, which is the
 /// back-pressure of the request path.
 pub(super) const QUEUE: usize = 1024;

@@ -7,7 +7,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use super::{QUEUE, ServiceError, call};
+use super::{QUEUE, ServiceError, call, offload};
 use crate::runtime::log::Log;
 use crate::runtime::sequencer::ProducerId;
 use crate::runtime::session::{
@@ -89,28 +89,6 @@ impl SessionService {
         let (tx, rx) = mpsc::channel(QUEUE);
         let task = tokio::spawn(run_sessions(core, rx, config.tick));
         Ok((SessionHandle { tx }, task))
-    }
-}
-
-/// Runs `op` on the broker on tokio's blocking pool, for the calls that write and fsync a log;
-/// the broker travels there and back, as the task's sole owner.
-async fn offload<L, T>(
-    core: SessionBroker<L>,
-    op: impl FnOnce(&mut SessionBroker<L>) -> T + Send + 'static,
-) -> (SessionBroker<L>, T)
-where
-    L: Log + Send + 'static,
-    T: Send + 'static,
-{
-    let mut core = core;
-    let back = tokio::task::spawn_blocking(move || {
-        let out = op(&mut core);
-        (core, out)
-    })
-    .await;
-    match back {
-        Ok(back) => back,
-        Err(join) => std::panic::resume_unwind(join.into_panic()),
     }
 }
 
