@@ -305,7 +305,7 @@ async fn lease_lost_after_ttl_then_takeover_from_last_commit() {
     let start = Instant::now();
     let (svc, _task) = SessionService::spawn(vec![MemLog::new()], MemLog::new(), config()).unwrap();
     for i in 0..5u8 {
-        svc.publish(1, u64::from(i) + 1, b"k".to_vec(), vec![i])
+        svc.publish(1, 0, u64::from(i) + 1, b"k".to_vec(), vec![i])
             .await
             .unwrap();
     }
@@ -537,7 +537,7 @@ async fn fsyncs_run_off_the_runtime_thread() {
     let logs = vec![SlowSync::default()];
     let (svc, _task) = SessionService::spawn(logs, SlowSync::default(), config()).unwrap();
     let during_publish = ticks_during(async {
-        svc.publish(1, 1, b"k".to_vec(), b"m".to_vec())
+        svc.publish(1, 0, 1, b"k".to_vec(), b"m".to_vec())
             .await
             .unwrap();
     })

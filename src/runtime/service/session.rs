@@ -19,6 +19,7 @@ type SessionReply<T> = oneshot::Sender<Result<T, ServiceError<SessionError>>>;
 
 struct PublishRequest {
     producer: ProducerId,
+    epoch: u64,
     seq: u64,
     key: Vec<u8>,
     payload: Vec<u8>,
@@ -30,6 +31,7 @@ enum SessionRequest {
         oneshot::Sender<mpsc::UnboundedReceiver<SessionEvent>>,
     ),
     Publish(PublishRequest, SessionReply<Published>),
+    BeginEpoch(ProducerId, SessionReply<u64>),
     Accept(WorkerId, Option<PartitionId>, SessionReply<Option<Session>>),
     Renew(Lease, SessionReply<Lease>),
     Poll(Lease, usize, SessionReply<Vec<SessionMessage>>),
@@ -142,9 +144,14 @@ async fn run_sessions<L: Log + Send + 'static>(
             SessionRequest::Publish(m, reply) => {
                 let result;
                 (core, result) = offload(core, move |c| {
-                    c.publish(m.producer, m.seq, &m.key, &m.payload)
+                    c.publish(m.producer, m.epoch, m.seq, &m.key, &m.payload)
                 })
                 .await;
+                answer!(reply, result)
+            }
+            SessionRequest::BeginEpoch(producer, reply) => {
+                let result;
+                (core, result) = offload(core, move |c| c.begin_epoch(producer)).await;
                 answer!(reply, result)
             }
             SessionRequest::Accept(worker, partition, reply) => {
@@ -208,17 +215,31 @@ impl SessionHandle {
         answer.await.map_err(|_| ServiceError::Stopped)
     }
 
-    /// Appends message `seq` of `producer` (counted per partition, see
+    /// Starts a new epoch for a (re)started `producer` ([`SessionBroker::begin_epoch`]);
+    /// resolves once it is durable.
+    pub async fn begin_epoch(
+        &self,
+        producer: ProducerId,
+    ) -> Result<u64, ServiceError<SessionError>> {
+        call(&self.tx, |reply| {
+            SessionRequest::BeginEpoch(producer, reply)
+        })
+        .await
+    }
+
+    /// Appends message `seq` of `producer`'s `epoch` (counted per partition, see
     /// [`SessionBroker::publish`]) to its key's partition; resolves once it is durable.
     pub async fn publish(
         &self,
         producer: ProducerId,
+        epoch: u64,
         seq: u64,
         key: Vec<u8>,
         payload: Vec<u8>,
     ) -> Result<Published, ServiceError<SessionError>> {
         let request = PublishRequest {
             producer,
+            epoch,
             seq,
             key,
             payload,
