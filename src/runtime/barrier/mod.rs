@@ -212,12 +212,14 @@ pub struct SealBarrier<P: Ord, R> {
     next_start: u64,
 }
 
+/// A pending partition in a snapshot: its records, its seals and its arrival rank.
+type PendingImage<P, R> = (P, Vec<(ProducerId, u64, R)>, Vec<(ProducerId, u64)>, u64);
+
 /// The state of a [`SealBarrier`] apart from its configuration, as a journal snapshot holds it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct CoreImage<P, R> {
     view: Vec<(P, Vec<ProducerId>)>,
-    /// Per pending partition: its records, its seals and its arrival rank.
-    pending: Vec<(P, Vec<(ProducerId, u64, R)>, Vec<(ProducerId, u64)>, u64)>,
+    pending: Vec<PendingImage<P, R>>,
     released: Vec<(P, Vec<(ProducerId, u64)>)>,
     floor: Option<P>,
     next_start: u64,
