@@ -8,21 +8,27 @@
 //!
 //! - [`SequencerService`]: many producers `submit` concurrently; one task assigns the order and
 //!   acknowledges a group of submissions only after one `sync` of the log (group commit).
-//! - [`SessionService`]: owns the [`SessionBroker`]; reads a monotonic clock (milliseconds since
-//!   the service started, the unit of the core's `now`), ticks on an interval and delivers each
-//!   [`SessionEvent::LeaseLost`] to the channel of the worker that held the lease.
-//! - [`BarrierService`]: a `push` that the core answers with [`BarrierError::Full`] waits in the
-//!   task (no polling) until a release frees room, then is retried in arrival order; a partition
-//!   pending longer than a configured time is reported once on `stalls`, with the producers it
-//!   waits for.
+//! - [`SessionService`]: owns the [`SessionBroker`](crate::runtime::SessionBroker); reads a
+//!   monotonic clock (milliseconds since the service started, the unit of the core's `now`),
+//!   ticks on an interval and delivers each
+//!   [`SessionEvent::LeaseLost`](crate::runtime::SessionEvent::LeaseLost) to the channel of the
+//!   worker that held the lease.
+//! - [`BarrierService`]: owns a [`DurableBarrier`](crate::runtime::DurableBarrier); journals the
+//!   queued messages with one append and one sync before answering them or handing on the
+//!   releases they complete; a `push` that the core answers with
+//!   [`BarrierError::Full`](crate::runtime::BarrierError::Full) waits in the task (no polling)
+//!   until a release frees room, then is retried in arrival order; a partition pending longer
+//!   than a configured time is reported once on `stalls`, with the producers it waits for.
 //!
-//! The cores do synchronous IO through [`Log`]; [`AsyncLog`] is the same seam in async form.
-//! The sequencer service drives its IO-free state ([`SequencerState`]) over an [`AsyncLog`]:
+//! The cores do synchronous IO through [`Log`](crate::runtime::Log); [`AsyncLog`] is the same
+//! seam in async form. The sequencer service drives its IO-free state
+//! ([`SequencerState`](crate::runtime::SequencerState)) over an [`AsyncLog`]:
 //! either an async engine ([`SequencerService::spawn_on`]) or a synchronous log run on tokio's
 //! blocking pool ([`Blocking`], what [`SequencerService::spawn`] uses), so neither its appends
 //! nor its group-commit fsync hold a worker thread. The session task runs the broker's calls
 //! that write and fsync a log (publish, accept, commit, release) on the blocking pool too, the
-//! broker moving there and back; reads, renewals and ticks stay on the task.
+//! broker moving there and back; reads, renewals and ticks stay on the task. So does the
+//! barrier task with its journal.
 
 use std::sync::Arc;
 
