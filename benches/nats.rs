@@ -124,7 +124,9 @@ async fn keyed(cluster: &Cluster) {
     for fenced in [false, true] {
         let js = jetstream::new(cluster.client().await);
         let name = if fenced { "KEYEDFENCED" } else { "KEYEDRAW" };
-        Keyed::open(js.clone(), KeyedConfig::new(name, 8)).await.unwrap();
+        Keyed::open(js.clone(), KeyedConfig::new(name, 8))
+            .await
+            .unwrap();
         let started = Instant::now();
         let servers_cpu = cluster.cpu_time();
         let mut tasks = Vec::new();
@@ -163,7 +165,11 @@ async fn keyed(cluster: &Cluster) {
         let servers_cpu = cluster.cpu_time().saturating_sub(servers_cpu);
         println!(
             "baseline, 8 publishers x 2 acknowledged publishes per input on one stream{}, {INPUTS} inputs: {:.0} inputs/s; CPU busy: servers {:.2} cores of 2",
-            if fenced { ", each with the lease expectation" } else { "" },
+            if fenced {
+                ", each with the lease expectation"
+            } else {
+                ""
+            },
             rate(INPUTS, took),
             servers_cpu.as_secs_f64() / took.as_secs_f64()
         );
@@ -216,8 +222,7 @@ async fn keyed(cluster: &Cluster) {
                                 .await
                                 .unwrap();
                             s.commit(input.offset, input.payload).await.unwrap();
-                            if done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
-                                == INPUTS
+                            if done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == INPUTS
                             {
                                 *finished.lock().unwrap() = Some(Instant::now());
                             }

@@ -10,6 +10,7 @@
 //! - Sessions, on tokio's paused clock so expiry is exact: no `LeaseLost` before the TTL, one at
 //!   the first tick after it; a renewing worker never loses its lease; a takeover resumes from
 //!   the last commit; the former holder's commit is refused (expired, then fenced).
+//!
 //! The barrier service has its own file, `runtime_barrier_service.rs`.
 #![cfg(feature = "tokio")]
 
