@@ -19,9 +19,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use blazes::runtime::{
-    AsyncLog, Envelope, Log, LogError, MemLog, ProducerId, Record, SequencerError,
-    SequencerService, ServiceError, SessionConfig, SessionError, SessionEvent, SessionService,
-    Submitted, sequencer::decode_record,
+    AsyncLog, BarrierConfig, BarrierService, Envelope, Log, LogError, MemLog, ProducerId, Record,
+    SealBarrier, SequencerError, SequencerService, ServiceError, SessionConfig, SessionError,
+    SessionEvent, SessionService, Submitted, sequencer::decode_record,
 };
 use tokio::time::{Instant, advance, timeout};
 
@@ -543,6 +543,20 @@ async fn fsyncs_run_off_the_runtime_thread() {
             .unwrap();
     })
     .await;
+    let barrier = BarrierService::open(
+        SealBarrier::<u32, String>::new([1], 4),
+        SlowSync::default(),
+        BarrierConfig {
+            max_waiting: 4,
+            stall_after: Duration::from_secs(3600),
+            compact_every: 64,
+        },
+    )
+    .unwrap();
+    let during_push = ticks_during(async {
+        barrier.handle.push(1, 0, 0, "r".into()).await.unwrap();
+    })
+    .await;
     // Negative control: the same sync called on the runtime's thread starves the ticker.
     let during_inline = ticks_during(async {
         SlowSync::default().sync().unwrap();
@@ -550,5 +564,6 @@ async fn fsyncs_run_off_the_runtime_thread() {
     .await;
     assert!(during_submit > 3, "{during_submit}");
     assert!(during_publish > 3, "{during_publish}");
+    assert!(during_push > 3, "{during_push}");
     assert!(during_inline <= 1, "{during_inline}");
 }
