@@ -142,15 +142,31 @@ pub fn witness(
             m.reaches[path.output.index()].contains(&sink)
         })
         .map(|p| (p.component.index(), p.path));
-    let (pc, pp) = point.or_else(|| comp.map(|c| (c, 0)))?;
-    let path = &m.comps[pc].paths.get(pp)?;
-    let trace = |o: &Outcome, k: usize| -> Vec<String> {
+    let deliveries = |o: &Outcome, k: usize, c: usize, input| -> Vec<String> {
         o.trace
             .iter()
-            .filter(|d| d.comp == pc && d.instance == k && d.input == path.input)
+            .filter(|d| d.comp == c && d.instance == k && d.input == input)
             .map(|d| show_rec(m, &d.rec))
             .collect()
     };
+    let ka = 0;
+    let kb = if inst.is_some() { b.1 } else { 0 };
+    // Where the analysis sees no point of order (a mechanism switched off, or a disagreement
+    // between the two), the first order-sensitive path whose deliveries differ stands for it.
+    let differs = |c: usize, p: &super::model::PathModel| {
+        deliveries(&a.0, ka, c, p.input) != deliveries(&b.0, kb, c, p.input)
+    };
+    let fallback = || {
+        m.comps.iter().enumerate().find_map(|(c, comp)| {
+            comp.paths
+                .iter()
+                .position(|p| !p.annotation.is_confluent() && differs(c, p))
+                .map(|pi| (c, pi))
+        })
+    };
+    let (pc, pp) = point.or_else(fallback).or_else(|| comp.map(|c| (c, 0)))?;
+    let path = &m.comps[pc].paths.get(pp)?;
+    let trace = |o: &Outcome, k: usize| deliveries(o, k, pc, path.input);
     let output = |o: &Outcome, k: usize| -> Vec<String> {
         match (inst, comp) {
             (Some(out), Some(c)) => show_set(m, o.emitted[c][k].get(&out)),
