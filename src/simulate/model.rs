@@ -373,7 +373,7 @@ struct Instance {
     queue: BTreeSet<(Rec, IfaceId)>,
     queued_seals: Vec<(usize, usize, Vec<u8>)>,
     /// Per path: the OW fold state per gate partition.
-    fold: BTreeMap<(usize, Vec<u8>), u64>,
+    fold: Folds,
     /// Per path: how many records each partition's fold took.
     folded: BTreeMap<(usize, Vec<u8>), usize>,
     /// Per path: barrier buffers per gate partition, and the partitions released.
@@ -387,6 +387,9 @@ struct Instance {
     sealed_out: BTreeSet<(usize, Vec<u8>)>,
 }
 
+/// The fold state of an instance's `OW` paths: (path, gate partition) -> state.
+pub type Folds = BTreeMap<(usize, Vec<u8>), u64>;
+
 /// What one execution ends with, at quiescence.
 #[derive(Clone, Debug)]
 pub struct Outcome {
@@ -395,7 +398,7 @@ pub struct Outcome {
     /// Per component, per instance: what each output emitted.
     pub emitted: Vec<Vec<BTreeMap<IfaceId, BTreeSet<Rec>>>>,
     /// Per component, per instance: the fold state of each `OW` path, per partition.
-    pub fold: Vec<Vec<BTreeMap<(usize, Vec<u8>), u64>>>,
+    pub fold: Vec<Vec<Folds>>,
     pub trace: Vec<Delivery>,
 }
 
