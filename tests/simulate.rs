@@ -233,3 +233,33 @@ fn wordcount_human_and_json_snapshots() {
     assert_eq!(sink["observed"], "Run");
     assert_eq!(sink["witness"]["component"], "Count");
 }
+
+/// The share of unsafe sinks (label `Run`, `Inst` or `Diverge`) of seeded random specs for
+/// which the simulator finds a witness; `docs/simulation.md` records it.
+#[test]
+fn share_of_unsafe_random_sinks_with_a_witness() {
+    let o = simulate::Options {
+        shrink: false,
+        ..options(50, 2)
+    };
+    let (mut unsafe_sinks, mut witnessed) = (0, 0);
+    for seed in 0..20u64 {
+        let text = specgen::seeded(seed);
+        let Some((sim, _)) = simulate_text("random.yaml", &text, &o) else {
+            continue;
+        };
+        for s in &sim.sinks {
+            if matches!(s.label, Some(Label::Run | Label::Inst | Label::Diverge)) {
+                unsafe_sinks += 1;
+                witnessed += usize::from(s.observed > Observed::Deterministic);
+            }
+        }
+    }
+    let share = witnessed as f64 / unsafe_sinks.max(1) as f64;
+    println!(
+        "witnessed {witnessed} of {unsafe_sinks} unsafe sinks ({:.0}%)",
+        share * 100.0
+    );
+    assert!(unsafe_sinks >= 8, "the generator produces unsafe sinks");
+    assert!(share >= 0.5, "witnessed {witnessed} of {unsafe_sinks}");
+}

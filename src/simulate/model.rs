@@ -457,7 +457,7 @@ pub fn execute(m: &Model, inputs: &Inputs, chooser: &mut dyn Chooser) -> Option<
         if x.ordered_step(false) {
             continue;
         }
-        let enabled: Vec<usize> = (0..x.pending.len()).filter(|&i| x.enabled(i)).collect();
+        let enabled = x.enabled();
         if enabled.is_empty() {
             if !x.ordered_step(true) {
                 break;
@@ -525,19 +525,25 @@ impl Exec<'_> {
         }
     }
 
-    /// A seal may be delivered only after every record of its partition on the same channel.
-    fn enabled(&self, i: usize) -> bool {
-        let msg = &self.pending[i];
-        let Body::Seal(v) = &msg.body else {
-            return true;
-        };
-        let key = self.m.edges[msg.edge].seal.as_deref().unwrap_or(&[]);
-        !self.pending.iter().any(|o| {
-            o.edge == msg.edge
-                && o.from == msg.from
-                && o.to == msg.to
-                && matches!(&o.body, Body::Rec(r) if project(&r.attrs, key) == *v)
-        })
+    /// The messages that may be delivered now: every record, and the seals none of whose
+    /// partition's records is still in flight on the same channel (edge, producer instance,
+    /// consumer instance).
+    fn enabled(&self) -> Vec<usize> {
+        let mut busy: BTreeSet<(usize, usize, usize, Vec<u8>)> = BTreeSet::new();
+        for o in &self.pending {
+            if let (Body::Rec(r), Some(key)) = (&o.body, &self.m.edges[o.edge].seal) {
+                busy.insert((o.edge, o.from, o.to, project(&r.attrs, key)));
+            }
+        }
+        (0..self.pending.len())
+            .filter(|&i| {
+                let msg = &self.pending[i];
+                match &msg.body {
+                    Body::Rec(_) => true,
+                    Body::Seal(v) => !busy.contains(&(msg.edge, msg.from, msg.to, v.clone())),
+                }
+            })
+            .collect()
     }
 
     fn deliver(&mut self, msg: Msg) {
