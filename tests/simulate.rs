@@ -116,6 +116,8 @@ fn without_seal_barriers_the_sealed_word_count_gets_a_witness() {
     let sim = shipped("specs/wordcount-sealed.yaml", &broken);
     assert_eq!(sim.sinks[0].observed, Observed::Run);
     assert!(sim.sinks[0].witness.is_some());
+    // The soundness harness notices: `db` is labelled Async.
+    assert!(assert_sound(&sim, "wordcount-sealed without barriers").is_err());
 }
 
 #[test]
