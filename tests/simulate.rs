@@ -165,7 +165,8 @@ fn random_sound(text: &str, what: &str) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+    // Failures persist (proptest-regressions/): a soundness failure must be replayable.
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
     #[test]
     fn random_specs_are_never_observed_worse_than_their_labels(spec in specgen::spec(5)) {
