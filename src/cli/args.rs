@@ -57,6 +57,14 @@ pub(crate) enum Command {
     /// when nothing in reach repairs it, 2 when a spec is invalid, the usage is wrong or an
     /// output cannot be written. `blazes explain plan` describes the cost model and the search.
     Plan(PlanArgs),
+    /// Execute each spec's dataflow under adversarial delivery orders and replicas, and show,
+    /// for every sink observed receiving different contents, a witness: the input records, the
+    /// point of order, the deliveries there in two executions, and the two outputs.
+    ///
+    /// `docs/simulation.md` defines what is executed and observed. Exit status: 0 when every
+    /// sink observed is within its tolerance, 1 when a witness shows a sink beyond it, 2 when
+    /// a spec cannot be read or is invalid, or the usage is wrong.
+    Simulate(SimulateArgs),
     /// Write a random, valid spec of a given size (for benchmarks and stress tests).
     Gen(GenArgs),
     /// Print a shell completion script to standard output.
@@ -97,6 +105,37 @@ pub(crate) struct GenArgs {
     /// Write to this file instead of standard output (atomically).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SimulateFormat {
+    /// One located report per sink, with the witness's traces and outputs side by side.
+    Human,
+    /// One versioned JSON document for all the specs.
+    Json,
+}
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct SimulateArgs {
+    /// The specs to simulate; `-` reads standard input.
+    #[arg(required = true, value_name = "SPEC")]
+    pub specs: Vec<PathBuf>,
+    /// Instances of each replicated component.
+    #[arg(long, value_name = "R", default_value_t = crate::simulate::DEFAULT_REPLICAS as u8,
+          value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub replicas: u8,
+    /// Most schedules to run (all of them when a spec has fewer; else this many random ones).
+    #[arg(long, value_name = "N", default_value_t = crate::simulate::DEFAULT_SCHEDULES as u64,
+          value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub schedules: u64,
+    /// Seed of the random schedules: the same seed gives the same output.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub seed: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = SimulateFormat::Human)]
+    pub format: SimulateFormat,
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
