@@ -26,6 +26,9 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Analyse dataflow specs and report points of order and unsafe sinks.
     ///
+    /// With `--witness`, each unsafe sink also gets a witness from the simulator (see `blazes
+    /// simulate`): two executions whose outputs at the sink differ.
+    ///
     /// Exit status: 0 when every sink gets a label it tolerates (warnings allowed), 1 when
     /// some sink's label is worse than it tolerates, 2 when a spec cannot be read or is invalid.
     Check(CheckArgs),
@@ -53,9 +56,14 @@ pub(crate) enum Command {
     /// Several specs give one report (JSON and YAML: one versioned document with a `files`
     /// array); an invalid spec is reported in it, with its diagnostics, like `blazes check`.
     ///
+    /// Each plan is then verified by execution: the simulator runs the spec with the plan in
+    /// force (1000 schedules by default) and fails the plan if some sink is observed worse
+    /// than it tolerates, which would be a bug in blazes (`--no-simulate` skips it).
+    ///
     /// Exit status, the worst over the specs: 0 when a spec is ok or the plan repairs it, 1
-    /// when nothing in reach repairs it, 2 when a spec is invalid, the usage is wrong or an
-    /// output cannot be written. `blazes explain plan` describes the cost model and the search.
+    /// when nothing in reach repairs it or the plan fails its verification, 2 when a spec is
+    /// invalid, the usage is wrong or an output cannot be written. `blazes explain plan`
+    /// describes the cost model and the search.
     Plan(PlanArgs),
     /// Execute each spec's dataflow under adversarial delivery orders and replicas, and show,
     /// for every sink observed receiving different contents, a witness: the input records, the
@@ -120,22 +128,54 @@ pub(crate) struct SimulateArgs {
     /// The specs to simulate; `-` reads standard input.
     #[arg(required = true, value_name = "SPEC")]
     pub specs: Vec<PathBuf>,
-    /// Instances of each replicated component.
-    #[arg(long, value_name = "R", default_value_t = crate::simulate::DEFAULT_REPLICAS as u8,
-          value_parser = clap::value_parser!(u8).range(1..=8))]
-    pub replicas: u8,
-    /// Most schedules to run (all of them when a spec has fewer; else this many random ones).
-    #[arg(long, value_name = "N", default_value_t = crate::simulate::DEFAULT_SCHEDULES as u64,
-          value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
-    pub schedules: u64,
-    /// Seed of the random schedules: the same seed gives the same output.
-    #[arg(long, value_name = "S", default_value_t = 1)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub run: ScheduleArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = SimulateFormat::Human)]
     pub format: SimulateFormat,
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+/// How the simulator runs: shared by `simulate`, `check --witness` and `plan`, which differ
+/// only in their default number of schedules. The values are options so that a command can
+/// tell a flag given from a default (`check` refuses them without `--witness`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct ScheduleArgs {
+    /// Instances of each replicated component [default: 2].
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub replicas: Option<u8>,
+    /// Most schedules to run: all of them when a spec has fewer, else this many random ones
+    /// [default: 10000; `blazes plan`: 1000].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub schedules: Option<u64>,
+    /// Seed of the random schedules: the same seed gives the same output [default: 1].
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+}
+
+impl ScheduleArgs {
+    /// The simulator's options, with `schedules` when `--schedules` is not given.
+    pub(crate) fn options(&self, schedules: usize) -> crate::simulate::Options {
+        let d = crate::simulate::Options::default();
+        crate::simulate::Options {
+            replicas: self.replicas.map_or(d.replicas, usize::from),
+            schedules: self.schedules.map_or(schedules, |n| n as usize),
+            seed: self.seed.unwrap_or(d.seed),
+            ..d
+        }
+    }
+
+    /// The first of these flags given on the command line, as it is spelt there.
+    pub(crate) fn first_given(&self) -> Option<&'static str> {
+        [
+            (self.replicas.is_some(), "--replicas"),
+            (self.schedules.is_some(), "--schedules"),
+            (self.seed.is_some(), "--seed"),
+        ]
+        .into_iter()
+        .find_map(|(given, name)| given.then_some(name))
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,6 +253,12 @@ pub(crate) struct CheckArgs {
     /// shows per step). The most severe are kept; the output says how many were left out.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_results: Option<u64>,
+    /// Execute each spec's dataflow under adversarial schedules (as `blazes simulate` does)
+    /// and attach to every unsafe sink (C004) its witness, or say that none was found.
+    #[arg(long)]
+    pub witness: bool,
+    #[command(flatten)]
+    pub run: ScheduleArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -297,6 +343,12 @@ pub(crate) struct PlanArgs {
     /// Most analyses the exact search may run before it falls back to the greedy plan.
     #[arg(long, value_name = "N", default_value_t = crate::plan::EVALUATION_BUDGET)]
     pub exact_budget: usize,
+    /// Skip the verification of each plan by execution (the simulator run on the repaired
+    /// spec, which fails the plan when some sink is observed worse than it tolerates).
+    #[arg(long)]
+    pub no_simulate: bool,
+    #[command(flatten)]
+    pub run: ScheduleArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
 }

@@ -11,12 +11,15 @@ use crate::check::{EXIT_CLEAN, EXIT_FINDINGS, EXIT_INVALID, FileReport, Options,
 use crate::plan::{self, Plan, Status};
 use crate::report::format::{Planned, Settings};
 use crate::report::plan_json::{Applied, AppliedStatus};
+use crate::simulate::verify::{self, Verification};
 
-/// One spec of `blazes plan`: its report, its plan when it is valid, what `--apply` did.
+/// One spec of `blazes plan`: its report, its plan when it is valid, what `--apply` did, and
+/// the plan's verification by execution.
 struct PlanOutcome {
     report: FileReport,
     plan: Option<Plan>,
     applied: Option<Applied>,
+    simulation: Option<Verification>,
 }
 
 impl PlanOutcome {
@@ -27,6 +30,9 @@ impl PlanOutcome {
                 EXIT_INVALID
             }
             Some(p) if p.status == Status::Unrepairable => EXIT_FINDINGS,
+            // A plan that execution refutes leaves a sink worse than it tolerates: exit 1, as
+            // `blazes simulate` exits when it shows such a sink.
+            Some(_) if self.simulation.as_ref().is_some_and(|v| !v.verified()) => EXIT_FINDINGS,
             Some(_) => EXIT_CLEAN,
         }
     }
@@ -69,6 +75,14 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
         Ok(o) => o,
         Err(e) => return usage_error(&e),
     };
+    if args.no_simulate
+        && let Some(flag) = args.run.first_given()
+    {
+        return usage_error(&format!(
+            "`{flag}` sets how the plan is verified by execution, which --no-simulate skips; drop one of them"
+        ));
+    }
+    let sim_options = args.run.options(verify::PLAN_SCHEDULES);
     let limits = args.limits.limits();
     let options = Options {
         fail_on: args.fail_on.into(),
@@ -92,10 +106,40 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
             Outcome::Analysed(a) => Some(plan::plan(&a.dataflow, &plan_options)),
             Outcome::Invalid(_) => None,
         };
+        let simulation = match (&report.outcome, &plan) {
+            (Outcome::Analysed(a), Some(p))
+                if !args.no_simulate && p.status != Status::Unrepairable =>
+            {
+                let v = verify::verify_plan(&a.dataflow, p, options.fail_on, &sim_options);
+                if let Some(f) = &v.failure {
+                    eprintln!(
+                        "error: the plan for `{}` does not hold when executed: sink `{}` was observed {} with the plan in force, but it tolerates {}; this is a bug in blazes (the analysis or the planner), please report it with the spec",
+                        report.path,
+                        f.sink,
+                        f.observed.as_str(),
+                        f.tolerate.as_str()
+                    );
+                }
+                Some(v)
+            }
+            _ => None,
+        };
+        let refuted = simulation.as_ref().is_some_and(|v| !v.verified());
         let applied = match (&plan, out) {
             (Some(plan), Some(o)) => {
                 let output = o.display().to_string();
-                Some(if plan.status == Status::Unrepairable {
+                Some(if refuted {
+                    // A plan known not to hold is not written where it would be trusted.
+                    let message = format!(
+                        "nothing written to `{output}`: the plan failed its verification by execution"
+                    );
+                    eprintln!("error: {message}");
+                    Applied {
+                        output,
+                        status: AppliedStatus::Skipped,
+                        message: Some(message),
+                    }
+                } else if plan.status == Status::Unrepairable {
                     let message =
                         format!("nothing written to `{output}`: the plan cannot repair this spec");
                     eprintln!("error: {message}");
@@ -150,6 +194,7 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
             report,
             plan,
             applied,
+            simulation,
         });
     }
     let planned: Vec<Planned> = outcomes
@@ -158,6 +203,7 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
             report: &o.report,
             plan: o.plan.as_ref(),
             applied: o.applied.as_ref(),
+            simulation: o.simulation.as_ref(),
         })
         .collect();
     let settings = Settings {

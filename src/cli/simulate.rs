@@ -27,12 +27,7 @@ pub(crate) fn run(args: &SimulateArgs) -> i32 {
         limits: args.limits.limits(),
         chain_notes: false,
     };
-    let sim_options = simulate::Options {
-        replicas: args.replicas as usize,
-        schedules: args.schedules as usize,
-        seed: args.seed,
-        ..simulate::Options::default()
-    };
+    let sim_options = args.run.options(simulate::DEFAULT_SCHEDULES);
     let mut code = EXIT_CLEAN;
     let mut files: Vec<(FileReport, Option<Simulation>)> = Vec::new();
     for spec in &args.specs {

@@ -5,13 +5,15 @@
 //! - `model`: records, the four path kinds, seals, barriers, orders, replicas; one execution;
 //! - `explore`: which schedules run (exhaustive under a bound, else seeded random);
 //! - `observe`: what each sink is observed to receive (`Run`, `Inst`, `Diverge`);
-//! - `witness`: the evidence of an observation, shrunk and made readable.
+//! - `witness`: the evidence of an observation, shrunk and made readable;
+//! - `verify`: a plan verified by execution (the spec with the plan in force, simulated).
 //!
 //! Must not know: files, output formats. Never prints.
 
 pub mod explore;
 pub mod model;
 pub mod observe;
+pub mod verify;
 pub mod witness;
 
 use crate::analysis::Analysis;
