@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::check::Analysed;
 use crate::diagnostic::Span;
-use crate::simulate::{Observed, Side, SinkResult, Simulation, Witness};
+use crate::simulate::{Observed, Side, Simulation, SinkResult, Witness};
 
 /// The simulations behind `blazes check --witness`, one per report (`None` for an invalid
 /// spec), and how they ran.
@@ -67,9 +67,10 @@ pub fn c004_sinks(a: &Analysed) -> Vec<Option<usize>> {
                 return None;
             }
             let span = d.primary.as_ref()?.span;
-            let &s = at.get(&span)?.iter().find(|&&s| {
-                !taken[s] && d.message.contains(&format!("`{}` ", df.sinks[s].name))
-            })?;
+            let &s = at
+                .get(&span)?
+                .iter()
+                .find(|&&s| !taken[s] && d.message.contains(&format!("`{}` ", df.sinks[s].name)))?;
             taken[s] = true;
             Some(s)
         })
@@ -133,9 +134,9 @@ pub fn side_by_side(w: &Witness, sink: &str, indent: &str) -> String {
 
 /// The witness in a few lines, for a place with no room for columns (a GitHub annotation):
 /// the input records, then per side what the point of order took and what came out.
-pub fn compact(w: &Witness, sink: &str) -> Vec<String> {
+pub fn compact(w: &Witness, sink: &str, exploration: &str) -> Vec<String> {
     let mut lines = vec![format!(
-        "witness for `{sink}` ({}): point of order {} ({} -> {})",
+        "witness for `{sink}` (observed {} in {exploration}): point of order {} ({} -> {})",
         w.observed.as_str(),
         w.component,
         w.from,
@@ -281,11 +282,14 @@ mod tests {
 
     #[test]
     fn compact_names_both_sides() {
-        let lines = compact(&witness(), "db");
+        let lines = compact(&witness(), "db", "9 random schedules with seed 1");
+        assert_eq!(
+            lines[0],
+            "witness for `db` (observed Run in 9 random schedules with seed 1): point of order Count (Count.words -> Count.counts)"
+        );
         assert_eq!(lines.len(), 4);
         assert_eq!(
-            lines[2],
-            "  schedule 0: Count takes (a) (b); db: (x)",
+            lines[2], "  schedule 0: Count takes (a) (b); db: (x)",
             "{lines:?}"
         );
         assert!(lines[3].ends_with("db: nothing"), "{lines:?}");
