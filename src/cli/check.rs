@@ -19,7 +19,7 @@ pub(crate) fn run(args: &CheckArgs) -> i32 {
         && let Some(flag) = args.run.first_given()
     {
         return usage_error(&format!(
-            "`{flag}` sets how witnesses are searched for, which only --witness does"
+            "`{flag}` applies only with --witness (it sets how witnesses are searched for)"
         ));
     }
     let options = Options {

@@ -220,3 +220,43 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
         .max()
         .unwrap_or(EXIT_CLEAN)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::check_bytes;
+    use crate::label::FailOn;
+    use crate::simulate;
+
+    /// The exit code of a spec whose plan is verified, and of the same spec with a mechanism
+    /// of its plan removed, which execution refutes: 1, as for a sink beyond its tolerance.
+    #[test]
+    fn a_refuted_plan_exits_1() {
+        let text = include_str!("../../specs/wordcount.yaml");
+        let report = check_bytes("wordcount.yaml", text.as_bytes(), &Options::default());
+        let Outcome::Analysed(a) = &report.outcome else {
+            panic!("the shipped spec is valid");
+        };
+        let plan = plan::plan(&a.dataflow, &plan::Options::default());
+        assert_eq!(plan.status, Status::Repaired);
+        let o = simulate::Options {
+            schedules: 200,
+            ..simulate::Options::default()
+        };
+        let held = verify::verify_plan(&a.dataflow, &plan, FailOn::default(), &o);
+        let mut less = plan.clone();
+        less.mechanisms.clear();
+        let refuted = verify::verify_plan(&a.dataflow, &less, FailOn::default(), &o);
+        let code = |simulation: Verification| {
+            PlanOutcome {
+                report: check_bytes("wordcount.yaml", text.as_bytes(), &Options::default()),
+                plan: Some(plan.clone()),
+                applied: None,
+                simulation: Some(simulation),
+            }
+            .exit_code()
+        };
+        assert_eq!(code(held), EXIT_CLEAN);
+        assert_eq!(code(refuted), EXIT_FINDINGS);
+    }
+}

@@ -331,10 +331,7 @@ fn witness_block(w: &Witnesses, file: usize, sink: usize) -> String {
             witness::headline(wt, &r.name, &how),
             witness::side_by_side(wt, &r.name, "   ")
         ),
-        None => format!(
-            "  witness: {}\n",
-            witness::none_found(&r.name, r.observed, &how)
-        ),
+        None => format!("  {}\n", witness::none_found(&r.name, r.observed, &how)),
     }
 }
 

@@ -37,10 +37,11 @@ impl Witnesses {
 
 /// `all 37 schedules, exhaustively` or `1,000 random schedules with seed 1`.
 pub fn exploration(schedules: usize, exhaustive: bool, seed: u64) -> String {
+    let noun = crate::vocabulary::noun(schedules, "schedule", "schedules");
     if exhaustive {
-        format!("all {} schedules, exhaustively", thousands(schedules))
+        format!("all {} {noun}, exhaustively", thousands(schedules))
     } else {
-        format!("{} random schedules with seed {seed}", thousands(schedules))
+        format!("{} random {noun} with seed {seed}", thousands(schedules))
     }
 }
 

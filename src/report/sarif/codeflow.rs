@@ -114,7 +114,20 @@ pub(super) fn witness_flow<'a>(
         }
     };
     let mut point_shown = false;
-    for s in analysis::sink_chain(df, &an.labels, &an.sinks[verdict]) {
+    let chain = analysis::sink_chain(df, &an.labels, &an.sinks[verdict]);
+    // A chain that starts inside a cycle reaches no source: the flow starts at the sources
+    // of the witness's records instead.
+    let from_source = chain
+        .first()
+        .is_some_and(|s| matches!(df.streams[s.index()].from, Producer::Source(_)));
+    if !from_source {
+        for (name, recs) in &w.inputs {
+            if let Some(src) = df.sources.iter().find(|s| s.name == *name) {
+                step(src.span, format!("`{name}` emits {}", records(recs)));
+            }
+        }
+    }
+    for s in chain {
         let st = &df.streams[s.index()];
         let label = crate::label::show(an.labels.stream[s.index()], &df.keys);
         let emitted = match st.from {
