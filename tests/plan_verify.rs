@@ -244,3 +244,41 @@ fn a_simulator_without_the_seal_barrier_refutes_the_sealed_word_count() {
     };
     assert_refuted(&verify(&report, &p, no_barrier), "db", Observed::Run);
 }
+
+/// Past the budget's size the plan is not simulated, and says so; `--schedules` still runs.
+#[test]
+fn a_spec_past_the_budget_is_not_verified_and_says_so() {
+    let n = verify::PLAN_MAX_COMPONENTS + 1;
+    assert_eq!(verify::plan_budget(n), None);
+    let text = blazes::generator::generate(&blazes::generator::GenOptions {
+        components: n,
+        seed: 3,
+        ..Default::default()
+    });
+    let path = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("plan-verify-big-{}.yaml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    let spec = path.to_str().unwrap();
+    let (v, code) = plan_json_doc(&[spec]);
+    let (_, plain_code) = plan_json_doc(&[spec, "--no-simulate"]);
+    assert_eq!(code, plain_code);
+    let sim = &v["files"][0]["simulation"];
+    assert_eq!(sim["verified"], false);
+    assert_eq!(sim["schedules"], 0);
+    assert!(
+        sim["skipped"].as_str().unwrap().starts_with(&format!(
+            "the spec has {n} components, more than `blazes plan` simulates by default (200)"
+        )),
+        "{sim}"
+    );
+    let human = stdout(&blazes(&["plan", spec]));
+    assert!(
+        human.contains("\n  not verified by execution: the spec has "),
+        "{human}"
+    );
+    // An explicit --schedules runs, whatever the size.
+    let (v, _) = plan_json_doc(&[spec, "--schedules", "1"]);
+    assert_eq!(v["files"][0]["simulation"]["schedules"], 1);
+    assert!(v["files"][0]["simulation"].get("skipped").is_none());
+    let _ = std::fs::remove_file(&path);
+}

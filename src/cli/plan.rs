@@ -32,7 +32,7 @@ impl PlanOutcome {
             Some(p) if p.status == Status::Unrepairable => EXIT_FINDINGS,
             // A plan that execution refutes leaves a sink worse than it tolerates: exit 1, as
             // `blazes simulate` exits when it shows such a sink.
-            Some(_) if self.simulation.as_ref().is_some_and(|v| !v.verified()) => EXIT_FINDINGS,
+            Some(_) if self.simulation.as_ref().is_some_and(Verification::refuted) => EXIT_FINDINGS,
             Some(_) => EXIT_CLEAN,
         }
     }
@@ -82,7 +82,25 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
             "`{flag}` sets how the plan is verified by execution, which --no-simulate skips; drop one of them"
         ));
     }
+    // `--schedules` runs that many on any spec; without it the budget scales with the spec.
     let sim_options = args.run.options(verify::PLAN_SCHEDULES);
+    let budget = |df: &crate::graph::Dataflow| {
+        match args.run.schedules {
+        Some(_) => Ok(sim_options.clone()),
+        None => verify::plan_budget(df.components.len())
+            .map(|schedules| crate::simulate::Options {
+                schedules,
+                ..sim_options.clone()
+            })
+            .ok_or_else(|| {
+                format!(
+                    "the spec has {} components, more than `blazes plan` simulates by default ({}); pass --schedules N, or run `blazes simulate` on the applied spec",
+                    crate::report::grouped::thousands(df.components.len()),
+                    verify::PLAN_MAX_COMPONENTS
+                )
+            }),
+    }
+    };
     let limits = args.limits.limits();
     let options = Options {
         fail_on: args.fail_on.into(),
@@ -110,7 +128,10 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
             (Outcome::Analysed(a), Some(p))
                 if !args.no_simulate && p.status != Status::Unrepairable =>
             {
-                let v = verify::verify_plan(&a.dataflow, p, options.fail_on, &sim_options);
+                let v = match budget(&a.dataflow) {
+                    Ok(o) => verify::verify_plan(&a.dataflow, p, options.fail_on, &o),
+                    Err(reason) => Verification::skipped(reason, &sim_options),
+                };
                 if let Some(f) = &v.failure {
                     eprintln!(
                         "error: the plan for `{}` does not hold when executed: sink `{}` was observed {} with the plan in force, but it tolerates {}; this is a bug in blazes (the analysis or the planner), please report it with the spec",
@@ -124,7 +145,7 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
             }
             _ => None,
         };
-        let refuted = simulation.as_ref().is_some_and(|v| !v.verified());
+        let refuted = simulation.as_ref().is_some_and(Verification::refuted);
         let applied = match (&plan, out) {
             (Some(plan), Some(o)) => {
                 let output = o.display().to_string();

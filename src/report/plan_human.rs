@@ -156,6 +156,9 @@ pub fn render(path: &str, plan: &Plan) -> String {
 /// The plan's verification by execution, as the lines that follow the plan: `verified: ...`
 /// with how many schedules ran, or a loud `NOT VERIFIED` with the witness.
 pub fn render_verification(v: &Verification) -> String {
+    if let Some(reason) = &v.skipped {
+        return format!("  not verified by execution: {reason}\n");
+    }
     let how = format!(
         "{}, {} per replicated component",
         witness::exploration(v.schedules, v.exhaustive, v.seed),

@@ -221,7 +221,7 @@ pub fn simulation_json(v: &Verification) -> Value {
         w["tolerate"] = json!(f.tolerate.as_str());
         w
     });
-    json!({
+    let mut out = json!({
         "schedules": v.schedules,
         "exhaustive": v.exhaustive,
         "inconclusive": v.inconclusive,
@@ -229,7 +229,11 @@ pub fn simulation_json(v: &Verification) -> Value {
         "replicas": v.replicas,
         "verified": v.verified(),
         "witness": witness,
-    })
+    });
+    if let Some(reason) = &v.skipped {
+        out["skipped"] = json!(reason);
+    }
+    out
 }
 
 /// The whole document for the specs of one invocation.

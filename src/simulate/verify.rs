@@ -13,10 +13,24 @@ use crate::plan::{Plan, apply};
 
 use super::{Observed, Options, Witness, simulate};
 
-/// Default number of schedules `blazes plan` runs per spec: a tenth of `blazes simulate`'s, so
-/// that planning stays fast on big specs (a schedule of a spec with thousands of components
-/// makes thousands of deliveries).
+/// Most schedules `blazes plan` runs per spec by default: a tenth of `blazes simulate`'s.
 pub const PLAN_SCHEDULES: usize = 1_000;
+
+/// The work `blazes plan` spends on a verification by default, in schedules times components
+/// squared: a schedule of a bigger spec makes more deliveries, and each costs more. A spec of
+/// 20 components gets [`PLAN_SCHEDULES`], one of 100 gets 40, one of 200 gets 10.
+pub const PLAN_WORK: usize = 400_000;
+
+/// Largest spec, in components, that `blazes plan` verifies by default: past it a single
+/// schedule costs more than the plan itself (`blazes simulate`, or `--schedules`, still runs).
+pub const PLAN_MAX_COMPONENTS: usize = 200;
+
+/// How many schedules `blazes plan` runs on a spec of `components` components without
+/// `--schedules`, or `None` when the spec is too big to verify within the budget.
+pub fn plan_budget(components: usize) -> Option<usize> {
+    (components <= PLAN_MAX_COMPONENTS)
+        .then(|| (PLAN_WORK / components.max(1).pow(2)).clamp(1, PLAN_SCHEDULES))
+}
 
 /// The outcome of a verification.
 #[derive(Clone, Debug)]
@@ -29,12 +43,32 @@ pub struct Verification {
     pub replicas: usize,
     /// The first sink (in the spec's order) observed worse than it tolerates, if any.
     pub failure: Option<Failure>,
+    /// Why nothing was simulated (the spec is past the budget), when nothing was.
+    pub skipped: Option<String>,
 }
 
 impl Verification {
-    /// Whether no sink was observed worse than it tolerates.
+    /// Nothing simulated, for `reason`.
+    pub fn skipped(reason: String, o: &Options) -> Self {
+        Verification {
+            schedules: 0,
+            exhaustive: false,
+            inconclusive: 0,
+            seed: o.seed,
+            replicas: o.replicas,
+            failure: None,
+            skipped: Some(reason),
+        }
+    }
+
+    /// Whether the simulation ran and no sink was observed worse than it tolerates.
     pub fn verified(&self) -> bool {
-        self.failure.is_none()
+        self.failure.is_none() && self.skipped.is_none()
+    }
+
+    /// Whether some sink was observed worse than it tolerates: the plan does not hold.
+    pub fn refuted(&self) -> bool {
+        self.failure.is_some()
     }
 }
 
@@ -83,6 +117,7 @@ pub fn verify(df: &Dataflow, analysis: &Analysis, fail_on: FailOn, o: &Options) 
         seed: o.seed,
         replicas: o.replicas,
         failure,
+        skipped: None,
     }
 }
 
@@ -92,4 +127,19 @@ pub fn verify(df: &Dataflow, analysis: &Analysis, fail_on: FailOn, o: &Options) 
 pub fn verify_plan(df: &Dataflow, plan: &Plan, fail_on: FailOn, o: &Options) -> Verification {
     let (repaired, analysis) = apply::applied(df, plan, fail_on);
     verify(&repaired, &analysis, fail_on, o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_shrinks_with_the_spec_and_stops_past_the_limit() {
+        assert_eq!(plan_budget(0), Some(PLAN_SCHEDULES));
+        assert_eq!(plan_budget(3), Some(PLAN_SCHEDULES));
+        assert_eq!(plan_budget(20), Some(PLAN_SCHEDULES));
+        assert_eq!(plan_budget(100), Some(40));
+        assert_eq!(plan_budget(PLAN_MAX_COMPONENTS), Some(10));
+        assert_eq!(plan_budget(PLAN_MAX_COMPONENTS + 1), None);
+    }
 }
