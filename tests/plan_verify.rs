@@ -49,7 +49,7 @@ fn the_plan_of_every_shipped_spec_verifies() {
         assert_eq!(sim["seed"], 1);
         assert_eq!(sim["replicas"], 2);
         let n = sim["schedules"].as_u64().unwrap();
-        assert!(n >= 1 && n <= 300, "{spec}: {n}");
+        assert!((1..=300).contains(&n), "{spec}: {n}");
         // The simulation is the only addition to the document.
         let mut less = v.clone();
         less["files"][0]
