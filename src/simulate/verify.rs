@@ -3,7 +3,7 @@
 //! tolerates. A sink observed worse than that is a counterexample to the plan, hence to the
 //! analysis or the planner: `blazes plan` fails loudly on it.
 //!
-//! Built on the public API of this module ([`simulate`](super::simulate)); it adds no model of
+//! Built on the public API of this module ([`simulate`]); it adds no model of
 //! its own.
 
 use crate::analysis::Analysis;
