@@ -277,7 +277,7 @@ mod tests {
         let text = side_by_side(&witness(), "db", "  ");
         assert_eq!(
             text,
-            "  = point of order: Count (Count.words -> Count.counts)\n  = input tweets: (a) (b)\n                schedule 0 | schedule 4\n  Count.words   (a)        | (b)\n                (b)        | (a)\n  db            (x)        | (nothing)\n"
+            "  = point of order: Count (Count.words -> Count.counts)\n  = input tweets: (a) (b)\n               schedule 0 | schedule 4\n  Count.words  (a)        | (b)\n               (b)        | (a)\n  db           (x)        | (nothing)\n"
         );
     }
 
