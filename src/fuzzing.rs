@@ -88,6 +88,7 @@ fn plan_and_draw(r: &FileReport, a: &check::Analysed, options: &Options) -> Stri
         report: r,
         plan: Some(&plan),
         applied: None,
+        simulation: None,
     };
     for format in report::format::PLAN {
         let mut out = Vec::new();

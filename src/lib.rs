@@ -62,6 +62,7 @@ pub mod report;
 // Its documentation is its own (`src/runtime/mod.rs`): a doc comment here would be resolved
 // in this module's scope, where the runtime's intra-doc links name nothing.
 pub mod runtime;
+pub mod simulate;
 pub mod spec;
 pub mod topics;
 pub mod vocabulary;

@@ -26,6 +26,9 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Analyse dataflow specs and report points of order and unsafe sinks.
     ///
+    /// With `--witness`, each unsafe sink also gets a witness from the simulator (see `blazes
+    /// simulate`): two executions whose outputs at the sink differ.
+    ///
     /// Exit status: 0 when every sink gets a label it tolerates (warnings allowed), 1 when
     /// some sink's label is worse than it tolerates, 2 when a spec cannot be read or is invalid.
     Check(CheckArgs),
@@ -53,10 +56,23 @@ pub(crate) enum Command {
     /// Several specs give one report (JSON and YAML: one versioned document with a `files`
     /// array); an invalid spec is reported in it, with its diagnostics, like `blazes check`.
     ///
+    /// Each plan is then verified by execution: the simulator runs the spec with the plan in
+    /// force (1000 schedules by default) and fails the plan if some sink is observed worse
+    /// than it tolerates, which would be a bug in blazes (`--no-simulate` skips it).
+    ///
     /// Exit status, the worst over the specs: 0 when a spec is ok or the plan repairs it, 1
-    /// when nothing in reach repairs it, 2 when a spec is invalid, the usage is wrong or an
-    /// output cannot be written. `blazes explain plan` describes the cost model and the search.
+    /// when nothing in reach repairs it or the plan fails its verification, 2 when a spec is
+    /// invalid, the usage is wrong or an output cannot be written. `blazes explain plan`
+    /// describes the cost model and the search.
     Plan(PlanArgs),
+    /// Execute each spec's dataflow under adversarial delivery orders and replicas, and show,
+    /// for every sink observed receiving different contents, a witness: the input records, the
+    /// point of order, the deliveries there in two executions, and the two outputs.
+    ///
+    /// `docs/simulation.md` defines what is executed and observed. Exit status: 0 when every
+    /// sink observed is within its tolerance, 1 when a witness shows a sink beyond it, 2 when
+    /// a spec cannot be read or is invalid, or the usage is wrong.
+    Simulate(SimulateArgs),
     /// Write a random, valid spec of a given size (for benchmarks and stress tests).
     Gen(GenArgs),
     /// Turn a topology a stream engine prints into an annotated spec: a Kafka Streams
@@ -167,6 +183,69 @@ pub(crate) struct FromArgs {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SimulateFormat {
+    /// One located report per sink, with the witness's traces and outputs side by side.
+    Human,
+    /// One versioned JSON document for all the specs.
+    Json,
+}
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct SimulateArgs {
+    /// The specs to simulate; `-` reads standard input.
+    #[arg(required = true, value_name = "SPEC")]
+    pub specs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub run: ScheduleArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = SimulateFormat::Human)]
+    pub format: SimulateFormat,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// How the simulator runs: shared by `simulate`, `check --witness` and `plan`, which differ
+/// only in their default number of schedules. The values are options so that a command can
+/// tell a flag given from a default (`check` refuses them without `--witness`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct ScheduleArgs {
+    /// Instances of each replicated component [default: 2].
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub replicas: Option<u8>,
+    /// Most schedules to run: all of them when a spec has fewer, else this many random ones
+    /// [default: 10000; `blazes plan`: 1000].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub schedules: Option<u64>,
+    /// Seed of the random schedules: the same seed gives the same output [default: 1].
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+}
+
+impl ScheduleArgs {
+    /// The simulator's options, with `schedules` when `--schedules` is not given.
+    pub(crate) fn options(&self, schedules: usize) -> crate::simulate::Options {
+        let d = crate::simulate::Options::default();
+        crate::simulate::Options {
+            replicas: self.replicas.map_or(d.replicas, usize::from),
+            schedules: self.schedules.map_or(schedules, |n| n as usize),
+            seed: self.seed.unwrap_or(d.seed),
+            ..d
+        }
+    }
+
+    /// The first of these flags given on the command line, as it is spelt there.
+    pub(crate) fn first_given(&self) -> Option<&'static str> {
+        [
+            (self.replicas.is_some(), "--replicas"),
+            (self.schedules.is_some(), "--schedules"),
+            (self.seed.is_some(), "--seed"),
+        ]
+        .into_iter()
+        .find_map(|(given, name)| given.then_some(name))
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum FailOnArg {
     Run,
     Inst,
@@ -241,6 +320,12 @@ pub(crate) struct CheckArgs {
     /// shows per step). The most severe are kept; the output says how many were left out.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_results: Option<u64>,
+    /// Execute each spec's dataflow under adversarial schedules (as `blazes simulate` does)
+    /// and attach to every unsafe sink (C004) its witness, or say that none was found.
+    #[arg(long)]
+    pub witness: bool,
+    #[command(flatten)]
+    pub run: ScheduleArgs,
     #[command(flatten)]
     pub from: FromArgs,
     #[command(flatten)]
@@ -329,6 +414,12 @@ pub(crate) struct PlanArgs {
     /// Most analyses the exact search may run before it falls back to the greedy plan.
     #[arg(long, value_name = "N", default_value_t = crate::plan::EVALUATION_BUDGET)]
     pub exact_budget: usize,
+    /// Skip the verification of each plan by execution (the simulator run on the repaired
+    /// spec, which fails the plan when some sink is observed worse than it tolerates).
+    #[arg(long)]
+    pub no_simulate: bool,
+    #[command(flatten)]
+    pub run: ScheduleArgs,
     #[command(flatten)]
     pub from: FromArgs,
     #[command(flatten)]

@@ -5,13 +5,23 @@ use std::io::Write;
 use super::args::CheckArgs;
 use super::import::check_files;
 use super::io::{is_stdin, use_color};
-use crate::check::{EXIT_CLEAN, EXIT_INVALID, FileReport, Options};
+use super::usage_error;
+use crate::check::{EXIT_CLEAN, EXIT_INVALID, FileReport, Options, Outcome};
 use crate::report::format::Settings;
+use crate::report::witness::Witnesses;
+use crate::simulate;
 
 pub(crate) fn run(args: &CheckArgs) -> i32 {
     if args.specs.iter().filter(|s| is_stdin(s)).count() > 1 {
         eprintln!("error: `-` is given more than once, but standard input can be read only once");
         return EXIT_INVALID;
+    }
+    if !args.witness
+        && let Some(flag) = args.run.first_given()
+    {
+        return usage_error(&format!(
+            "`{flag}` applies only with --witness (it sets how witnesses are searched for)"
+        ));
     }
     let options = Options {
         fail_on: args.fail_on.into(),
@@ -19,11 +29,29 @@ pub(crate) fn run(args: &CheckArgs) -> i32 {
         chain_notes: args.format.chain_notes,
     };
     let reports = check_files(&args.specs, &args.from, &options);
+    let witnesses = args.witness.then(|| {
+        let o = args.run.options(simulate::DEFAULT_SCHEDULES);
+        Witnesses {
+            seed: o.seed,
+            replicas: o.replicas,
+            files: reports
+                .iter()
+                .map(|r| match &r.outcome {
+                    // A spec without an unsafe sink has nothing to attach a witness to.
+                    Outcome::Analysed(a) if a.analysis.failing() => {
+                        Some(simulate::simulate(&a.dataflow, &a.analysis, &o))
+                    }
+                    _ => None,
+                })
+                .collect(),
+        }
+    });
     let cwd = std::env::current_dir().ok();
     let settings = Settings {
         color: use_color(args.color, &std::io::stdout()),
         max_results: args.max_results.map(|n| n as usize),
         cwd: cwd.as_deref(),
+        witnesses: witnesses.as_ref(),
     };
     // Written as it is serialised: on a big spec a JSON or SARIF document is hundreds of
     // megabytes, as much again as the analysis.

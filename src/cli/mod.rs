@@ -15,6 +15,7 @@ mod io;
 mod man;
 mod plan;
 mod render;
+mod simulate;
 
 use clap::Parser;
 
@@ -72,6 +73,7 @@ pub fn run() -> i32 {
         Command::Render(args) => render::run(args),
         Command::Explain { code } => explain::run(code.as_deref()),
         Command::Plan(args) => plan::run(args),
+        Command::Simulate(args) => simulate::run(args),
         Command::Gen(args) => generate::run(args),
         Command::Import(args) => import::run(args),
         Command::Completions { shell } => man::run_completions(*shell),

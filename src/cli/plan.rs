@@ -12,12 +12,15 @@ use crate::check::{EXIT_CLEAN, EXIT_FINDINGS, EXIT_INVALID, FileReport, Options,
 use crate::plan::{self, Plan, Status};
 use crate::report::format::{Planned, Settings};
 use crate::report::plan_json::{Applied, AppliedStatus};
+use crate::simulate::verify::{self, Verification};
 
-/// One spec of `blazes plan`: its report, its plan when it is valid, what `--apply` did.
+/// One spec of `blazes plan`: its report, its plan when it is valid, what `--apply` did, and
+/// the plan's verification by execution.
 struct PlanOutcome {
     report: FileReport,
     plan: Option<Plan>,
     applied: Option<Applied>,
+    simulation: Option<Verification>,
 }
 
 impl PlanOutcome {
@@ -28,6 +31,9 @@ impl PlanOutcome {
                 EXIT_INVALID
             }
             Some(p) if p.status == Status::Unrepairable => EXIT_FINDINGS,
+            // A plan that execution refutes leaves a sink worse than it tolerates: exit 1, as
+            // `blazes simulate` exits when it shows such a sink.
+            Some(_) if self.simulation.as_ref().is_some_and(Verification::refuted) => EXIT_FINDINGS,
             Some(_) => EXIT_CLEAN,
         }
     }
@@ -70,6 +76,32 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
         Ok(o) => o,
         Err(e) => return usage_error(&e),
     };
+    if args.no_simulate
+        && let Some(flag) = args.run.first_given()
+    {
+        return usage_error(&format!(
+            "`{flag}` sets how the plan is verified by execution, which --no-simulate skips; drop one of them"
+        ));
+    }
+    // `--schedules` runs that many on any spec; without it the budget scales with the spec.
+    let sim_options = args.run.options(verify::PLAN_SCHEDULES);
+    let budget = |df: &crate::graph::Dataflow| {
+        match args.run.schedules {
+        Some(_) => Ok(sim_options.clone()),
+        None => verify::plan_budget(df.components.len())
+            .map(|schedules| crate::simulate::Options {
+                schedules,
+                ..sim_options.clone()
+            })
+            .ok_or_else(|| {
+                format!(
+                    "the spec has {} components, more than `blazes plan` simulates by default ({}); pass --schedules N, or run `blazes simulate` on the applied spec",
+                    crate::report::grouped::thousands(df.components.len()),
+                    verify::PLAN_MAX_COMPONENTS
+                )
+            }),
+    }
+    };
     let limits = args.limits.limits();
     let options = Options {
         fail_on: args.fail_on.into(),
@@ -93,10 +125,43 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
             Outcome::Analysed(a) => Some(plan::plan(&a.dataflow, &plan_options)),
             Outcome::Invalid(_) => None,
         };
+        let simulation = match (&report.outcome, &plan) {
+            (Outcome::Analysed(a), Some(p))
+                if !args.no_simulate && p.status != Status::Unrepairable =>
+            {
+                let v = match budget(&a.dataflow) {
+                    Ok(o) => verify::verify_plan(&a.dataflow, p, options.fail_on, &o),
+                    Err(reason) => Verification::skipped(reason, &sim_options),
+                };
+                if let Some(f) = &v.failure {
+                    eprintln!(
+                        "error: the plan for `{}` does not hold when executed: sink `{}` was observed {} with the plan in force, but it tolerates {}; this is a bug in blazes (the analysis or the planner), please report it with the spec",
+                        report.path,
+                        f.sink,
+                        f.observed.as_str(),
+                        f.tolerate.as_str()
+                    );
+                }
+                Some(v)
+            }
+            _ => None,
+        };
+        let refuted = simulation.as_ref().is_some_and(Verification::refuted);
         let applied = match (&plan, out) {
             (Some(plan), Some(o)) => {
                 let output = o.display().to_string();
-                Some(if plan.status == Status::Unrepairable {
+                Some(if refuted {
+                    // A plan known not to hold is not written where it would be trusted.
+                    let message = format!(
+                        "nothing written to `{output}`: the plan failed its verification by execution"
+                    );
+                    eprintln!("error: {message}");
+                    Applied {
+                        output,
+                        status: AppliedStatus::Skipped,
+                        message: Some(message),
+                    }
+                } else if plan.status == Status::Unrepairable {
                     let message =
                         format!("nothing written to `{output}`: the plan cannot repair this spec");
                     eprintln!("error: {message}");
@@ -151,6 +216,7 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
             report,
             plan,
             applied,
+            simulation,
         });
     }
     let planned: Vec<Planned> = outcomes
@@ -159,6 +225,7 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
             report: &o.report,
             plan: o.plan.as_ref(),
             applied: o.applied.as_ref(),
+            simulation: o.simulation.as_ref(),
         })
         .collect();
     let settings = Settings {
@@ -174,4 +241,44 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
         .map(PlanOutcome::exit_code)
         .max()
         .unwrap_or(EXIT_CLEAN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::check_bytes;
+    use crate::label::FailOn;
+    use crate::simulate;
+
+    /// The exit code of a spec whose plan is verified, and of the same spec with a mechanism
+    /// of its plan removed, which execution refutes: 1, as for a sink beyond its tolerance.
+    #[test]
+    fn a_refuted_plan_exits_1() {
+        let text = include_str!("../../specs/wordcount.yaml");
+        let report = check_bytes("wordcount.yaml", text.as_bytes(), &Options::default());
+        let Outcome::Analysed(a) = &report.outcome else {
+            panic!("the shipped spec is valid");
+        };
+        let plan = plan::plan(&a.dataflow, &plan::Options::default());
+        assert_eq!(plan.status, Status::Repaired);
+        let o = simulate::Options {
+            schedules: 200,
+            ..simulate::Options::default()
+        };
+        let held = verify::verify_plan(&a.dataflow, &plan, FailOn::default(), &o);
+        let mut less = plan.clone();
+        less.mechanisms.clear();
+        let refuted = verify::verify_plan(&a.dataflow, &less, FailOn::default(), &o);
+        let code = |simulation: Verification| {
+            PlanOutcome {
+                report: check_bytes("wordcount.yaml", text.as_bytes(), &Options::default()),
+                plan: Some(plan.clone()),
+                applied: None,
+                simulation: Some(simulation),
+            }
+            .exit_code()
+        };
+        assert_eq!(code(held), EXIT_CLEAN);
+        assert_eq!(code(refuted), EXIT_FINDINGS);
+    }
 }

@@ -32,9 +32,11 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use super::plan_json::{Applied, PlannedFile};
+use super::witness::Witnesses;
 use super::{github, human, json, plan_human, plan_json, plan_yaml, sarif};
 use crate::check::{FileReport, Outcome};
 use crate::plan::{Named, Plan};
+use crate::simulate::verify::Verification;
 
 /// What a format may need besides the reports; each reads only what applies to it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -46,6 +48,9 @@ pub struct Settings<'a> {
     pub max_results: Option<usize>,
     /// The working directory, against which absolute spec paths are made relative (SARIF).
     pub cwd: Option<&'a Path>,
+    /// `blazes check --witness`: the simulations whose witnesses each format attaches to its
+    /// unsafe sinks (C004). `None` leaves every format as it is without the flag.
+    pub witnesses: Option<&'a Witnesses>,
 }
 
 /// One output format. `W` is the signature of its writer: [`CheckWrite`] or [`PlanWrite`].
@@ -81,6 +86,9 @@ pub struct Planned<'a> {
     pub report: &'a FileReport,
     pub plan: Option<&'a Plan>,
     pub applied: Option<&'a Applied>,
+    /// The plan's verification by execution; `None` with `--no-simulate`, for an invalid spec
+    /// and for a plan that cannot repair the spec.
+    pub simulation: Option<&'a Verification>,
 }
 
 impl<'a> Planned<'a> {
@@ -100,6 +108,7 @@ impl<'a> Planned<'a> {
             diagnostics: self.report.diagnostics(),
             plan: self.named(),
             applied: self.applied,
+            simulation: self.simulation,
         }
     }
 }

@@ -12,6 +12,7 @@ use super::format::{CheckWrite, Format};
 use crate::check::{FileReport, Outcome};
 use crate::diagnostic::{LineIndex, Severity};
 use crate::report::grouped::{self, Finding, Kind};
+use crate::report::witness::{self, Witnesses};
 use crate::vocabulary;
 
 fn escape_data(s: &str) -> String {
@@ -41,7 +42,26 @@ pub const DEFAULT_MAX_PER_LEVEL: usize = 10;
 /// How many failing sinks a point of order's annotation lists; it counts the others.
 pub const MAX_SINKS_LISTED: usize = 10;
 
-fn command(reports: &[FileReport], index: &LineIndex, f: &Finding) -> String {
+/// The witness lines of sink `sink` of report `file` (`--witness`), indented under its line.
+fn witness_lines(w: &Witnesses, file: usize, sink: usize) -> String {
+    let (Some(r), Some(how)) = (w.sink(file, sink), w.exploration(file)) else {
+        return String::new();
+    };
+    match &r.witness {
+        Some(wt) => {
+            let lines = witness::compact(wt, &r.name, &how);
+            lines.iter().map(|l| format!("\n    {l}")).collect()
+        }
+        None => format!("\n    {}", witness::none_found(&r.name, r.observed, &how)),
+    }
+}
+
+fn command(
+    reports: &[FileReport],
+    index: &LineIndex,
+    f: &Finding,
+    witnesses: Option<&Witnesses>,
+) -> String {
     let r = &reports[f.file];
     let (path, text) = (r.path.as_str(), r.text.as_str());
     let d = grouped::diagnostic(reports, f);
@@ -79,15 +99,22 @@ fn command(reports: &[FileReport], index: &LineIndex, f: &Finding) -> String {
                     o.label
                 ));
             }
+            if let (Some(w), Kind::Sink { verdict }) = (witnesses, &f.kind) {
+                msg.push_str(&witness_lines(w, f.file, an.sinks[*verdict].sink.index()));
+            }
             if let Kind::Point { sinks, .. } = &f.kind {
                 let diags = r.diagnostics();
                 for b in sinks.iter().take(MAX_SINKS_LISTED) {
-                    let sink = &df.sinks[an.sinks[b.verdict].sink.index()];
+                    let s = an.sinks[b.verdict].sink.index();
+                    let sink = &df.sinks[s];
                     let (line, col) = at(sink.span);
                     msg.push_str(&format!(
                         "\n  {line}:{col}: {}",
                         diags[b.diagnostic].message
                     ));
+                    if let Some(w) = witnesses {
+                        msg.push_str(&witness_lines(w, f.file, s));
+                    }
                 }
                 if sinks.len() > MAX_SINKS_LISTED {
                     msg.push_str(&format!(
@@ -120,6 +147,16 @@ pub fn render(reports: &[FileReport]) -> String {
 /// `max_per_level` errors and as many warnings: the most severe of each. When some were left
 /// out, a final notice says how many. A file with no diagnostic prints nothing.
 pub fn render_bounded(reports: &[FileReport], max_per_level: usize) -> String {
+    render_bounded_with(reports, max_per_level, None)
+}
+
+/// [`render_bounded`], with a compact witness under each failing sink when `witnesses` is
+/// given (`blazes check --witness`).
+pub fn render_bounded_with(
+    reports: &[FileReport],
+    max_per_level: usize,
+    witnesses: Option<&Witnesses>,
+) -> String {
     let findings = grouped::findings(reports);
     let (errors, warnings): (Vec<usize>, Vec<usize>) =
         (0..findings.len()).partition(|&i| findings[i].severity == Severity::Error);
@@ -137,7 +174,7 @@ pub fn render_bounded(reports: &[FileReport], max_per_level: usize) -> String {
             index = Some((f.file, LineIndex::new(&reports[f.file].text)));
         }
         let (_, index) = index.as_ref().expect("set above");
-        out.push_str(&command(reports, index, f));
+        out.push_str(&command(reports, index, f, witnesses));
     }
     let (errors, warnings) = grouped::left_out(&findings, &keep);
     if errors + warnings > 0 {
@@ -162,7 +199,7 @@ pub const FORMAT: Format<CheckWrite> = Format {
     chain_notes: false,
     write: |reports, s, out| {
         let max = s.max_results.unwrap_or(DEFAULT_MAX_PER_LEVEL);
-        out.write_all(render_bounded(reports, max).as_bytes())
+        out.write_all(render_bounded_with(reports, max, s.witnesses).as_bytes())
     },
 };
 

@@ -9,6 +9,7 @@ use miette::{
 };
 
 use super::format::{CheckWrite, Format, Settings};
+use super::witness::{self, Witnesses};
 use crate::check::{FileReport, Outcome};
 use crate::diagnostic::{Diagnostic, LineIndex, Severity};
 use crate::label::Label;
@@ -286,13 +287,26 @@ pub fn summary(r: &FileReport) -> String {
 
 /// Every diagnostic of every file, then a summary line per file.
 pub fn render(reports: &[FileReport], style: Style) -> String {
+    render_with(reports, style, None)
+}
+
+/// [`render`], with the witness of each unsafe sink (C004) under its diagnostic when
+/// `witnesses` is given (`blazes check --witness`).
+pub fn render_with(reports: &[FileReport], style: Style, witnesses: Option<&Witnesses>) -> String {
     let mut out = String::new();
-    for r in reports {
+    for (file, r) in reports.iter().enumerate() {
         let index = LineIndex::new(&r.text);
-        for d in r.diagnostics() {
+        let sinks = match (&r.outcome, witnesses) {
+            (Outcome::Analysed(a), Some(_)) => witness::c004_sinks(a),
+            _ => Vec::new(),
+        };
+        for (i, d) in r.diagnostics().iter().enumerate() {
             out.push_str(&render_diagnostic_indexed(
                 d, &r.path, &r.text, &index, style,
             ));
+            if let (Some(w), Some(Some(sink))) = (witnesses, sinks.get(i)) {
+                out.push_str(&witness_block(w, file, *sink));
+            }
             out.push('\n');
         }
     }
@@ -301,6 +315,25 @@ pub fn render(reports: &[FileReport], style: Style) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The witness of sink `sink` of report `file`, indented under its C004 diagnostic.
+fn witness_block(w: &Witnesses, file: usize, sink: usize) -> String {
+    let (Some(r), Some(how)) = (w.sink(file, sink), w.exploration(file)) else {
+        return String::new();
+    };
+    let how = format!(
+        "{how}, {} per replicated component",
+        plural(w.replicas, "instance", "instances")
+    );
+    match &r.witness {
+        Some(wt) => format!(
+            "  {}\n{}",
+            witness::headline(wt, &r.name, &how),
+            witness::side_by_side(wt, &r.name, "   ")
+        ),
+        None => format!("  {}\n", witness::none_found(&r.name, r.observed, &how)),
+    }
 }
 
 /// `--format human` of `blazes check`: [`render`], coloured as [`Settings::color`] says.
@@ -320,5 +353,5 @@ fn write_format(
         color: s.color,
         ..Default::default()
     };
-    out.write_all(render(reports, style).as_bytes())
+    out.write_all(render_with(reports, style, s.witnesses).as_bytes())
 }

@@ -21,6 +21,8 @@ use crate::check::{FileReport, Outcome};
 use crate::diagnostic::{Diagnostic, LineIndex};
 use crate::label::Label;
 use crate::report::label_parts;
+use crate::report::witness::{self, WitnessOut, Witnesses};
+use crate::simulate::Witness;
 
 /// The version of the document's shape (`"version"`); see the module's documentation.
 pub const VERSION: u32 = 2;
@@ -39,6 +41,9 @@ struct File<'a> {
     path: &'a str,
     points_of_order: Seq<'a, Point<'a>>,
     seal_barriers: Seq<'a, Barrier<'a>>,
+    /// `--witness` only: how the simulator explored the spec.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    simulation: Option<SimulationOut>,
     sinks: Seq<'a, Sink<'a>>,
     status: &'static str,
     streams: Seq<'a, Stream<'a>>,
@@ -78,6 +83,18 @@ struct Diag<'a> {
     message: &'a str,
     name: &'static str,
     severity: &'static str,
+    /// `--witness` only, on a C004: the sink's witness, or `null` when none was found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    witness: Option<Option<WitnessOut<'a>>>,
+}
+
+#[derive(Serialize)]
+struct SimulationOut {
+    exhaustive: bool,
+    inconclusive: usize,
+    replicas: usize,
+    schedules: usize,
+    seed: u64,
 }
 
 #[derive(Serialize)]
@@ -125,12 +142,15 @@ struct Barrier<'a> {
     producers: &'a [String],
 }
 
+/// The diagnostics; `witnesses[i]` is what `--witness` attaches to the `i`th (nothing when it
+/// is `None` or the list is shorter).
 fn diagnostics<'a>(
     diags: &'a [Diagnostic],
     text: &'a str,
     index: Rc<LineIndex>,
+    witnesses: Vec<Option<Option<&'a Witness>>>,
 ) -> Seq<'a, Diag<'a>> {
-    Seq::new(diags.iter().map(move |d| {
+    Seq::new(diags.iter().enumerate().map(move |(i, d)| {
         let (line, column) = d
             .primary
             .as_ref()
@@ -143,20 +163,26 @@ fn diagnostics<'a>(
             message: &d.message,
             name: d.code.name,
             severity: d.severity.as_str(),
+            witness: witnesses
+                .get(i)
+                .copied()
+                .flatten()
+                .map(|w| w.map(WitnessOut::new)),
         }
     }))
 }
 
-fn file(r: &FileReport) -> File<'_> {
+fn file<'a>(r: &'a FileReport, at: usize, witnesses: Option<&'a Witnesses>) -> File<'a> {
     let index = Rc::new(LineIndex::new(&r.text));
     let text = r.text.as_str();
     match &r.outcome {
         Outcome::Invalid(diags) => File {
-            diagnostics: diagnostics(diags, text, index),
+            diagnostics: diagnostics(diags, text, index, Vec::new()),
             name: None,
             path: &r.path,
             points_of_order: Seq::empty(),
             seal_barriers: Seq::empty(),
+            simulation: None,
             sinks: Seq::empty(),
             status: "invalid",
             streams: Seq::empty(),
@@ -165,8 +191,23 @@ fn file(r: &FileReport) -> File<'_> {
             let df = &a.dataflow;
             let an = &a.analysis;
             let parts = move |l: Option<Label>| label_parts(l, &df.keys);
+            let sim = witnesses.and_then(|w| w.files.get(at)?.as_ref().map(|s| (w, s)));
+            let attached = match sim {
+                Some((w, _)) => witness::c004_sinks(a)
+                    .into_iter()
+                    .map(|sink| Some(w.sink(at, sink?)?.witness.as_ref()))
+                    .collect(),
+                None => Vec::new(),
+            };
             File {
-                diagnostics: diagnostics(&a.diagnostics, text, index.clone()),
+                diagnostics: diagnostics(&a.diagnostics, text, index.clone(), attached),
+                simulation: sim.map(|(w, s)| SimulationOut {
+                    exhaustive: s.exhaustive,
+                    inconclusive: s.inconclusive,
+                    replicas: w.replicas,
+                    schedules: s.schedules,
+                    seed: w.seed,
+                }),
                 name: Some(&df.name),
                 path: &r.path,
                 points_of_order: Seq::new(an.points.iter().map(move |p| {
@@ -227,8 +268,22 @@ fn file(r: &FileReport) -> File<'_> {
 
 /// Writes the whole document, pretty-printed, with a trailing newline.
 pub fn write(reports: &[FileReport], out: &mut impl Write) -> io::Result<()> {
+    write_with(reports, None, out)
+}
+
+/// [`write()`], with the witnesses of `blazes check --witness`: a `simulation` object per
+/// simulated file, and a `witness` (an object, or `null` when none was found) on each C004.
+pub fn write_with(
+    reports: &[FileReport],
+    witnesses: Option<&Witnesses>,
+    out: &mut impl Write,
+) -> io::Result<()> {
     let doc = Document {
-        files: reports.iter().map(file).collect(),
+        files: reports
+            .iter()
+            .enumerate()
+            .map(|(i, r)| file(r, i, witnesses))
+            .collect(),
         version: VERSION,
     };
     serde_json::to_writer_pretty(&mut *out, &doc)?;
@@ -247,5 +302,5 @@ pub const FORMAT: Format<CheckWrite> = Format {
     name: "json",
     help: Some("One versioned JSON document: labels, points of order, barriers, diagnostics"),
     chain_notes: false,
-    write: |reports, _, mut out| write(reports, &mut out),
+    write: |reports, s, mut out| write_with(reports, s.witnesses, &mut out),
 };

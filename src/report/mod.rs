@@ -12,6 +12,7 @@ pub mod plan_human;
 pub mod plan_json;
 pub mod plan_yaml;
 pub mod sarif;
+pub mod witness;
 
 use crate::label::{Keys, Label};
 

@@ -2,7 +2,9 @@
 //! (what, where, cost, why, what the runtime must provide), then the sinks and the totals.
 
 use super::format::{Format, PlanWrite, Planned, Settings};
+use super::witness;
 use crate::plan::{Kind, Named, PointRef, Status};
+use crate::simulate::verify::Verification;
 use crate::vocabulary::plural;
 
 fn point(plan: &Named, p: &PointRef) -> String {
@@ -164,6 +166,43 @@ pub fn render(path: &str, plan: Named) -> String {
     s
 }
 
+/// The plan's verification by execution, as the lines that follow the plan: `verified: ...`
+/// with how many schedules ran, or a loud `NOT VERIFIED` with the witness.
+pub fn render_verification(v: &Verification) -> String {
+    if let Some(reason) = &v.skipped {
+        return format!("  not verified by execution: {reason}\n");
+    }
+    let how = format!(
+        "{}, {} per replicated component",
+        witness::exploration(v.schedules, v.exhaustive, v.seed),
+        plural(v.replicas, "instance", "instances")
+    );
+    let inconclusive = match v.inconclusive {
+        0 => String::new(),
+        n => format!(
+            "; {} inconclusive (delivery budget exhausted)",
+            plural(n, "execution", "executions")
+        ),
+    };
+    let Some(f) = &v.failure else {
+        return format!(
+            "  verified: no sink observed worse than it tolerates in {how}{inconclusive}\n"
+        );
+    };
+    let label = f.label.map_or("no label", |l| l.kind());
+    let mut s = format!(
+        "  NOT VERIFIED: sink `{}` (label {label} with the plan in force) was observed {} in {how}{inconclusive}, but it tolerates {}; the plan does not hold when executed, which is a bug in blazes (the analysis or the planner): please report it with this spec\n",
+        f.sink,
+        f.observed.as_str(),
+        f.tolerate.as_str()
+    );
+    match &f.witness {
+        Some(w) => s.push_str(&witness::side_by_side(w, &f.sink, "    ")),
+        None => s.push_str("    (the simulator could not replay its evidence)\n"),
+    }
+    s
+}
+
 /// `--format human` of `blazes plan`: [`render`] for each valid spec, the human diagnostics
 /// of `blazes check` (coloured as [`Settings::color`] says) for each invalid one.
 pub const FORMAT: Format<PlanWrite> = Format {
@@ -181,7 +220,12 @@ fn write_format(
     let mut text = String::new();
     for p in planned {
         match p.named() {
-            Some(plan) => text.push_str(&render(&p.report.path, plan)),
+            Some(plan) => {
+                text.push_str(&render(&p.report.path, plan));
+                if let Some(v) = p.simulation {
+                    text.push_str(&render_verification(v));
+                }
+            }
             None => text.push_str(&super::human::render(
                 std::slice::from_ref(p.report),
                 super::human::Style {

@@ -8,12 +8,16 @@
 //! `files`, for several specs. Seal barriers are mechanisms of kind `seal-barrier` (with
 //! `"added"` telling whether the plan introduced them), listed after the mechanisms the plan
 //! adds. `applied` says what `--apply`/`--in-place` did with the spec (`null` without them).
+//! `simulation` is the plan's verification by execution ([`simulation_json`]); the key is
+//! absent when the verification did not run (`--no-simulate`, an unrepairable plan).
 
 use serde_json::{Value, json};
 
 use super::format::{Format, PlanWrite, Planned, Settings};
+use super::witness::WitnessOut;
 use crate::diagnostic::{Diagnostic, LineIndex, Severity};
 use crate::plan::{Kind, Named, PointRef};
+use crate::simulate::verify::Verification;
 
 /// The version of the document's shape (`"version"`); see the module's documentation.
 pub const VERSION: u32 = 2;
@@ -64,6 +68,8 @@ pub struct PlannedFile<'a> {
     /// `None` when the spec is invalid.
     pub plan: Option<Named<'a>>,
     pub applied: Option<&'a Applied>,
+    /// The plan's verification by execution, when it ran.
+    pub simulation: Option<&'a Verification>,
 }
 
 /// Diagnostics in the fields and order of `blazes check --format json`; only the warnings
@@ -167,7 +173,7 @@ pub fn file_value(f: &PlannedFile) -> Value {
             "runtime": b.runtime(plan.dataflow),
         })
     }));
-    json!({
+    let mut entry = json!({
         "path": f.path,
         "name": plan.name,
         "diagnostics": diagnostics_json(f.diagnostics, f.text, false),
@@ -198,7 +204,41 @@ pub fn file_value(f: &PlannedFile) -> Value {
             "message": r.message,
             "points_of_order": r.points.iter().map(|p| point_json(&plan, p)).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
-    })
+    });
+    // Only when the verification ran: without it the entry is what it always was.
+    if let Some(v) = f.simulation {
+        entry["simulation"] = simulation_json(v);
+    }
+    entry
+}
+
+/// The `simulation` object: how the verification ran, whether it held, and the witness of
+/// the first sink observed worse than it tolerates (`null` when none was).
+pub fn simulation_json(v: &Verification) -> Value {
+    let witness = v.failure.as_ref().map_or(Value::Null, |f| {
+        let mut w = f
+            .witness
+            .as_ref()
+            .and_then(|w| serde_json::to_value(WitnessOut::new(w)).ok())
+            .unwrap_or_else(|| json!({ "observed": f.observed.as_str() }));
+        w["sink"] = json!(f.sink);
+        w["label"] = json!(f.label.map(|l| l.kind()));
+        w["tolerate"] = json!(f.tolerate.as_str());
+        w
+    });
+    let mut out = json!({
+        "schedules": v.schedules,
+        "exhaustive": v.exhaustive,
+        "inconclusive": v.inconclusive,
+        "seed": v.seed,
+        "replicas": v.replicas,
+        "verified": v.verified(),
+        "witness": witness,
+    });
+    if let Some(reason) = &v.skipped {
+        out["skipped"] = json!(reason);
+    }
+    out
 }
 
 /// The whole document for the specs of one invocation.
@@ -224,6 +264,7 @@ pub fn single<'a>(path: &'a str, plan: Named<'a>) -> PlannedFile<'a> {
         diagnostics: &[],
         plan: Some(plan),
         applied: None,
+        simulation: None,
     }
 }
 

@@ -5,7 +5,10 @@
 //! are UTF-16 code units (SARIF's default `columnKind`, stated explicitly on the run) because
 //! that is what GitHub and the SARIF viewers compute positions in.
 
-use std::collections::HashMap;
+mod codeflow;
+mod fingerprint;
+mod uri;
+
 use std::io::{self, Write};
 
 use serde::{Serialize, Serializer};
@@ -18,7 +21,10 @@ use crate::check::{FileReport, Outcome};
 use crate::codes::{self, Code};
 use crate::diagnostic::{LineIndex, Severity, Span};
 use crate::report::grouped::{self, Finding, Kind};
+use crate::report::witness::Witnesses;
 use crate::vocabulary;
+use fingerprint::fingerprints;
+pub use uri::artifact_uri;
 
 /// The OASIS schema of the format version we write.
 pub const SCHEMA: &str =
@@ -68,6 +74,18 @@ pub fn write(
     max_results: usize,
     out: &mut impl Write,
 ) -> io::Result<()> {
+    write_with(reports, cwd, max_results, None, out)
+}
+
+/// [`write()`], with the witnesses of `blazes check --witness`: each result that reports a
+/// failing sink says whether a witness was found, and carries it as a `codeFlow`.
+pub fn write_with(
+    reports: &[FileReport],
+    cwd: Option<&std::path::Path>,
+    max_results: usize,
+    witnesses: Option<&Witnesses>,
+    out: &mut impl Write,
+) -> io::Result<()> {
     let findings = grouped::findings(reports);
     let keep = grouped::select(&findings, max_results);
     let uris: Vec<Option<(String, bool)>> =
@@ -115,6 +133,7 @@ pub fn write(
                 findings: &findings,
                 keep: &keep,
                 fingerprints: &fingerprints,
+                witnesses,
             },
             tool: Tool::builder().driver(driver).build(),
         }],
@@ -216,6 +235,8 @@ struct Fingerprints {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ResultOut<'a> {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    code_flows: Vec<codeflow::CodeFlow<'a>>,
     level: &'static str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     locations: Vec<LocationOut<'a>>,
@@ -234,6 +255,7 @@ struct Results<'a> {
     findings: &'a [Finding],
     keep: &'a [bool],
     fingerprints: &'a [String],
+    witnesses: Option<&'a Witnesses>,
 }
 
 impl Serialize for Results<'_> {
@@ -256,7 +278,7 @@ impl Serialize for Results<'_> {
                         index,
                         uri: &self.uris[f.file],
                     };
-                    result(self.reports, f, &at, fp)
+                    result(self.reports, f, &at, fp, self.witnesses)
                 }),
         )
     }
@@ -349,11 +371,18 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     )
 }
 
-fn result<'a>(reports: &'a [FileReport], f: &Finding, at: &At<'a, '_>, fp: &str) -> ResultOut<'a> {
+fn result<'a>(
+    reports: &'a [FileReport],
+    f: &Finding,
+    at: &At<'a, '_>,
+    fp: &str,
+    witnesses: Option<&Witnesses>,
+) -> ResultOut<'a> {
     let r = &reports[f.file];
     let d = grouped::diagnostic(reports, f);
     let mut text = plain(&sentence(&d.message));
     let mut related = Vec::new();
+    let mut code_flows = Vec::new();
     if let (Outcome::Analysed(a), Kind::Point { .. } | Kind::Sink { .. }) = (&r.outcome, &f.kind) {
         let (df, an) = (&a.dataflow, &a.analysis);
         if let Some(o) = f.origin(reports) {
@@ -418,6 +447,25 @@ fn result<'a>(reports: &'a [FileReport], f: &Finding, at: &At<'a, '_>, fp: &str)
             }
             text.push('.');
         }
+        // The failing sinks the result reports, in the order it lists them.
+        let verdicts: Vec<usize> = match &f.kind {
+            Kind::Point { sinks, .. } => sinks
+                .iter()
+                .take(MAX_SINKS_LISTED)
+                .map(|b| b.verdict)
+                .collect(),
+            Kind::Sink { verdict } => vec![*verdict],
+            Kind::Other => Vec::new(),
+        };
+        for v in verdicts.into_iter().filter(|_| witnesses.is_some()) {
+            let w = witnesses.expect("filtered above");
+            let (said, flow) = codeflow::witness_flow(a, w, f.file, v, at);
+            if !said.is_empty() {
+                text.push(' ');
+                text.push_str(&plain(&said));
+            }
+            code_flows.extend(flow);
+        }
     } else {
         // Other diagnostics keep their related notes (a duplicate's first definition, ...).
         for (i, n) in d.related.iter().enumerate() {
@@ -453,6 +501,7 @@ fn result<'a>(reports: &'a [FileReport], f: &Finding, at: &At<'a, '_>, fp: &str)
         .into_iter()
         .collect();
     ResultOut {
+        code_flows,
         level: vocabulary::sarif_level(d.severity),
         locations,
         message: Text { text },
@@ -524,71 +573,6 @@ fn rule(c: &Code) -> ReportingDescriptor {
         .build()
 }
 
-/// The URI of a spec path: relative to `cwd` when possible, with forward slashes and
-/// percent-encoding, or `None` for standard input, which has no location to point at.
-pub fn artifact_uri(path: &str, cwd: Option<&std::path::Path>) -> Option<(String, bool)> {
-    if path == "<stdin>" || path == "-" {
-        return None;
-    }
-    let p = std::path::Path::new(path);
-    let climbs = p
-        .components()
-        .any(|c| matches!(c, std::path::Component::ParentDir));
-    let (rel, relative) = if p.is_absolute() || climbs {
-        // `../x.yaml` is not under the root the URI base stands for: resolve it against the
-        // working directory, and fall back to an absolute URI when it lies outside.
-        let abs = normalize(&cwd.map_or_else(|| p.to_path_buf(), |c| c.join(p)));
-        match cwd.and_then(|c| abs.strip_prefix(normalize(c)).ok()) {
-            Some(r) => (r.to_string_lossy().into_owned(), true),
-            None if abs.is_absolute() => (abs.to_string_lossy().into_owned(), false),
-            None => (path.to_string(), true),
-        }
-    } else {
-        (path.to_string(), true)
-    };
-    let mut rel = rel.replace('\\', "/");
-    while let Some(r) = rel.strip_prefix("./") {
-        rel = r.to_string();
-    }
-    let enc = percent_encode(&rel);
-    Some(if relative {
-        (enc, true)
-    } else {
-        (format!("file://{enc}"), false)
-    })
-}
-
-/// Removes `.` and resolves `..` lexically (no file system access: the spec may not exist).
-fn normalize(p: &std::path::Path) -> std::path::PathBuf {
-    use std::path::Component;
-    let mut out = std::path::PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-/// Encodes everything but RFC 3986 unreserved characters and `/`.
-fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 /// 1-based line and UTF-16 column of a byte offset.
 fn line_col_utf16(text: &str, index: &LineIndex, offset: usize) -> (i64, i64) {
     let offset = offset.min(text.len());
@@ -625,78 +609,6 @@ fn context_region<'a>(text: &'a str, index: &LineIndex, span: Span) -> Option<Re
     })
 }
 
-/// FNV-1a, 64 bits: small, stable across platforms and releases (unlike `DefaultHasher`).
-fn fnv1a(parts: &[&str]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for p in parts {
-        for &b in p.as_bytes().iter().chain(std::iter::once(&0u8)) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
-}
-
-/// The identity of each finding, `hash:occurrence`, the same under both fingerprint keys: a
-/// hash of what the finding is about, never of positions, so that code scanning matches an
-/// alert to its finding when lines move. A point of order is its rule, file, component and
-/// path (not the labels in its message, which change with what happens upstream); a failing
-/// sink its rule, file and name; anything else its rule, file, message and the text under it.
-/// Identical findings in one file get an occurrence number, so their fingerprints differ and
-/// stay stable as long as their relative order does. Computed over every finding, kept or
-/// not, so that truncation does not renumber them.
-fn fingerprints(
-    reports: &[FileReport],
-    uris: &[Option<(String, bool)>],
-    findings: &[Finding],
-) -> Vec<String> {
-    let mut out = Vec::with_capacity(findings.len());
-    let mut seen: HashMap<u64, u32> = HashMap::new();
-    let mut file = usize::MAX;
-    for f in findings {
-        if f.file != file {
-            seen.clear();
-            file = f.file;
-        }
-        let r = &reports[f.file];
-        let d = grouped::diagnostic(reports, f);
-        let path = uris[f.file]
-            .as_ref()
-            .map_or(r.path.as_str(), |(u, _)| u.as_str());
-        let base = match (&r.outcome, &f.kind) {
-            (Outcome::Analysed(a), Kind::Point { point, .. }) => {
-                let df = &a.dataflow;
-                let p = &a.analysis.points[*point];
-                let c = df.component(p.component);
-                let on = &c.paths[p.path];
-                fnv1a(&[
-                    d.code.id,
-                    path,
-                    &c.name,
-                    &df.iface(on.input).name,
-                    &df.iface(on.output).name,
-                ])
-            }
-            (Outcome::Analysed(a), Kind::Sink { verdict }) => {
-                let sink = &a.dataflow.sinks[a.analysis.sinks[*verdict].sink.index()];
-                fnv1a(&[d.code.id, path, &sink.name])
-            }
-            _ => {
-                let under = d
-                    .primary
-                    .as_ref()
-                    .and_then(|p| r.text.get(p.span.offset..p.span.end()))
-                    .unwrap_or("");
-                fnv1a(&[d.code.id, path, &d.message, under.trim()])
-            }
-        };
-        let n = seen.entry(base).or_insert(0);
-        *n += 1;
-        out.push(format!("{base:016x}:{n}"));
-    }
-    out
-}
-
 /// `--format sarif` of `blazes check`: [`write()`], at most [`Settings::max_results`](super::format::Settings::max_results) results
 /// ([`DEFAULT_MAX_RESULTS`] by default), paths relative to [`Settings::cwd`](super::format::Settings::cwd).
 pub const FORMAT: Format<CheckWrite> = Format {
@@ -705,7 +617,7 @@ pub const FORMAT: Format<CheckWrite> = Format {
     chain_notes: false,
     write: |reports, s, mut out| {
         let max = s.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
-        write(reports, s.cwd, max, &mut out)
+        write_with(reports, s.cwd, max, s.witnesses, &mut out)
     },
 };
 
@@ -723,46 +635,8 @@ mod tests {
     }
 
     #[test]
-    fn uris_are_relative_and_encoded() {
-        let cwd = std::path::Path::new("/repo");
-        assert_eq!(
-            artifact_uri("./specs/a b.yaml", Some(cwd)),
-            Some(("specs/a%20b.yaml".to_string(), true))
-        );
-        assert_eq!(
-            artifact_uri("/repo/specs/x.yaml", Some(cwd)),
-            Some(("specs/x.yaml".to_string(), true))
-        );
-        assert_eq!(
-            artifact_uri("/elsewhere/x.yaml", Some(cwd)),
-            Some(("file:///elsewhere/x.yaml".to_string(), false))
-        );
-        assert_eq!(
-            artifact_uri("../repo/specs/x.yaml", Some(cwd)),
-            Some(("specs/x.yaml".to_string(), true))
-        );
-        assert_eq!(
-            artifact_uri("../other/x.yaml", Some(cwd)),
-            Some(("file:///other/x.yaml".to_string(), false))
-        );
-        assert_eq!(artifact_uri("<stdin>", Some(cwd)), None);
-    }
-
-    #[test]
     fn friendly_names_are_pascal_case() {
         assert_eq!(pascal("unordered-write"), "UnorderedWrite");
         assert_eq!(pascal("gate"), "Gate");
-    }
-
-    #[test]
-    fn fnv_is_the_reference_function() {
-        // FNV-1a 64 of "a" followed by our 0 separator byte, computed by hand from the
-        // published constants; guards against accidental changes to the fingerprint scheme.
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in [b'a', 0] {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        assert_eq!(fnv1a(&["a"]), h);
     }
 }

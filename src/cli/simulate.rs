@@ -1,0 +1,230 @@
+//! `blazes simulate`: check each spec, execute its dataflow under adversarial schedules
+//! (`crate::simulate`), and print per sink what was observed, with a witness when the sink
+//! received different contents.
+
+use std::io::Write;
+
+use serde_json::{Value, json};
+
+use super::args::{SimulateArgs, SimulateFormat};
+use super::io::{check_file, is_stdin};
+use crate::check::{EXIT_CLEAN, EXIT_FINDINGS, EXIT_INVALID, FileReport, Options, Outcome};
+use crate::diagnostic::{LineIndex, Severity};
+use crate::label::FailOn;
+use crate::report::format::{self, Settings};
+use crate::simulate::{self, Observed, Simulation, Witness};
+
+/// Version of the JSON document; bumped on any incompatible change.
+const JSON_VERSION: u64 = 1;
+
+pub(crate) fn run(args: &SimulateArgs) -> i32 {
+    if args.specs.iter().filter(|s| is_stdin(s)).count() > 1 {
+        eprintln!("error: `-` is given more than once, but standard input can be read only once");
+        return EXIT_INVALID;
+    }
+    let options = Options {
+        fail_on: FailOn::default(),
+        limits: args.limits.limits(),
+        chain_notes: false,
+    };
+    let sim_options = args.run.options(simulate::DEFAULT_SCHEDULES);
+    let mut code = EXIT_CLEAN;
+    let mut files: Vec<(FileReport, Option<Simulation>)> = Vec::new();
+    for spec in &args.specs {
+        let report = check_file(spec, &options);
+        let sim = match &report.outcome {
+            Outcome::Invalid(_) => {
+                // The diagnostics of an invalid spec go to standard error, as `check` prints them.
+                let mut err = std::io::stderr().lock();
+                let _ = (format::CHECK[0].write)(
+                    std::slice::from_ref(&report),
+                    &Settings::default(),
+                    &mut err,
+                );
+                code = code.max(EXIT_INVALID);
+                None
+            }
+            Outcome::Analysed(a) => {
+                let sim = simulate::simulate(&a.dataflow, &a.analysis, &sim_options);
+                if sim.failing() {
+                    code = code.max(EXIT_FINDINGS);
+                }
+                Some(sim)
+            }
+        };
+        files.push((report, sim));
+    }
+    let text = match args.format {
+        SimulateFormat::Human => human(&files, &sim_options),
+        SimulateFormat::Json => json_document(&files, &sim_options),
+    };
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`blazes simulate ... | head`) is not an error worth a panic.
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    code
+}
+
+fn label_text(report: &FileReport, s: usize) -> Option<String> {
+    let Outcome::Analysed(a) = &report.outcome else {
+        return None;
+    };
+    a.analysis.labels.sink[s].map(|l| l.display(&a.dataflow.keys))
+}
+
+fn exploration(sim: &Simulation, o: &simulate::Options) -> String {
+    let how = if sim.exhaustive {
+        format!("all {} schedules (exhaustive)", sim.schedules)
+    } else {
+        format!("{} random schedules (seed {})", sim.schedules, o.seed)
+    };
+    let inconclusive = match sim.inconclusive {
+        0 => String::new(),
+        n => format!(", {n} inconclusive (delivery budget exhausted)"),
+    };
+    format!(
+        "{how}, {} instances per replicated component{inconclusive}",
+        o.replicas
+    )
+}
+
+fn what(o: Observed) -> &'static str {
+    match o {
+        Observed::Deterministic => "the same contents in every schedule",
+        Observed::Run => "different contents in two schedules",
+        Observed::Inst => "different contents from two instances of a replicated component",
+        Observed::Diverge => "output of a replicated component whose instances' states diverged",
+    }
+}
+
+/// Side-by-side columns: a row title, then the two sides.
+fn columns(rows: &[(String, Vec<String>, Vec<String>)], out: &mut String) {
+    let title = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+    let left = rows
+        .iter()
+        .flat_map(|r| r.1.iter().map(|s| s.chars().count()))
+        .max()
+        .unwrap_or(0);
+    for (name, a, b) in rows {
+        let n = a.len().max(b.len()).max(1);
+        for i in 0..n {
+            let t = if i == 0 { name.as_str() } else { "" };
+            let l = a
+                .get(i)
+                .map_or(if i == 0 { "(nothing)" } else { "" }, String::as_str);
+            let r = b
+                .get(i)
+                .map_or(if i == 0 { "(nothing)" } else { "" }, String::as_str);
+            let line = format!("   {t:<title$}  {l:<left$} | {r}");
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+    }
+}
+
+fn human_witness(w: &Witness, sink: &str, out: &mut String) {
+    out.push_str(&format!(
+        "   = point of order: {} ({} -> {})\n",
+        w.component, w.from, w.to
+    ));
+    for (source, recs) in &w.inputs {
+        out.push_str(&format!("   = input {source}: {}\n", recs.join(" ")));
+    }
+    let [a, b] = &w.sides;
+    let output_name = match w.observed {
+        Observed::Run => sink.to_string(),
+        _ => format!("{} emits", w.component),
+    };
+    columns(
+        &[
+            (String::new(), vec![a.name.clone()], vec![b.name.clone()]),
+            (w.from.clone(), a.trace.clone(), b.trace.clone()),
+            (output_name, a.output.clone(), b.output.clone()),
+        ],
+        out,
+    );
+}
+
+fn human(files: &[(FileReport, Option<Simulation>)], o: &simulate::Options) -> String {
+    let mut out = String::new();
+    for (report, sim) in files {
+        let Some(sim) = sim else {
+            out.push_str(&format!(
+                "{}: not simulated: the spec is invalid (see standard error)\n",
+                report.path
+            ));
+            continue;
+        };
+        let Outcome::Analysed(a) = &report.outcome else {
+            continue;
+        };
+        out.push_str(&format!("{}: {}\n", report.path, exploration(sim, o)));
+        let index = LineIndex::new(&report.text);
+        for (s, r) in sim.sinks.iter().enumerate() {
+            let label = label_text(report, s).unwrap_or_else(|| "unreached".to_string());
+            let severity = if r.fails {
+                Severity::Error.as_str()
+            } else if r.observed > Observed::Deterministic {
+                Severity::Warning.as_str()
+            } else {
+                "ok"
+            };
+            out.push_str(&format!(
+                "{severity}: `{}` receives {} (label {label}, observed {})\n",
+                r.name,
+                what(r.observed),
+                r.observed.as_str()
+            ));
+            let span = a.dataflow.sinks[s].span;
+            let (line, col) = index.line_col(&report.text, span.offset);
+            out.push_str(&format!("  --> {}:{line}:{col}\n", report.path));
+            if let Some(w) = &r.witness {
+                human_witness(w, &r.name, &mut out);
+            }
+        }
+    }
+    out
+}
+
+fn witness_json(w: &Witness) -> Value {
+    let side = |s: &simulate::Side| json!({"name": s.name, "trace": s.trace, "output": s.output});
+    json!({
+        "observed": w.observed.as_str(),
+        "component": w.component,
+        "from": w.from,
+        "to": w.to,
+        "inputs": w.inputs.iter().map(|(s, r)| json!({"source": s, "records": r})).collect::<Vec<_>>(),
+        "executions": [side(&w.sides[0]), side(&w.sides[1])],
+    })
+}
+
+fn json_document(files: &[(FileReport, Option<Simulation>)], o: &simulate::Options) -> String {
+    let files: Vec<Value> = files
+        .iter()
+        .map(|(report, sim)| match sim {
+            None => json!({
+                "path": report.path,
+                "error": "the spec is invalid",
+                "diagnostics": report.diagnostics().iter().filter(|d| d.severity == Severity::Error).map(|d| format!("{}: {}", d.code.id, d.message)).collect::<Vec<_>>(),
+            }),
+            Some(sim) => json!({
+                "path": report.path,
+                "schedules": sim.schedules,
+                "exhaustive": sim.exhaustive,
+                "seed": o.seed,
+                "replicas": o.replicas,
+                "inconclusive": sim.inconclusive,
+                "sinks": sim.sinks.iter().enumerate().map(|(s, r)| json!({
+                    "name": r.name,
+                    "label": label_text(report, s),
+                    "observed": r.observed.as_str(),
+                    "fails": r.fails,
+                    "witness": r.witness.as_ref().map(witness_json),
+                })).collect::<Vec<_>>(),
+            }),
+        })
+        .collect();
+    let doc = json!({"version": JSON_VERSION, "files": files});
+    let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    s.push('\n');
+    s
+}

@@ -1,0 +1,134 @@
+//! `blazes simulate`: the dataflow executed under adversarial schedules, as an independent
+//! check of the analysis. The executable meaning of a spec and its limits are in
+//! `docs/simulation.md`.
+//!
+//! - `model`: records, the four path kinds, seals, barriers, orders, replicas; one execution;
+//! - `explore`: which schedules run (exhaustive under a bound, else seeded random);
+//! - `observe`: what each sink is observed to receive (`Run`, `Inst`, `Diverge`);
+//! - `witness`: the evidence of an observation, shrunk and made readable;
+//! - `verify`: a plan verified by execution (the spec with the plan in force, simulated).
+//!
+//! Must not know: files, output formats. Never prints.
+
+pub mod explore;
+pub mod model;
+pub mod observe;
+pub mod verify;
+pub mod witness;
+
+use crate::analysis::Analysis;
+use crate::graph::Dataflow;
+use crate::label::{FailOn, Label};
+
+pub use model::Knobs;
+pub use observe::Observed;
+pub use witness::{Side, Witness};
+
+/// Default number of schedules.
+pub const DEFAULT_SCHEDULES: usize = 10_000;
+/// Default number of instances of a replicated component.
+pub const DEFAULT_REPLICAS: usize = 2;
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub replicas: usize,
+    pub schedules: usize,
+    pub seed: u64,
+    /// Shrink witnesses (costs up to [`witness::SHRINK_SCHEDULES`] schedules per record).
+    pub shrink: bool,
+    pub knobs: Knobs,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            replicas: DEFAULT_REPLICAS,
+            schedules: DEFAULT_SCHEDULES,
+            seed: 1,
+            shrink: true,
+            knobs: Knobs::default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct SinkResult {
+    pub name: String,
+    /// The analysis' label of the sink.
+    pub label: Option<Label>,
+    pub observed: Observed,
+    pub witness: Option<Witness>,
+    /// Whether the observation is worse than the sink tolerates.
+    pub fails: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Simulation {
+    pub schedules: usize,
+    pub exhaustive: bool,
+    /// Executions that ran out of their delivery budget and observed nothing.
+    pub inconclusive: usize,
+    pub sinks: Vec<SinkResult>,
+}
+
+impl Simulation {
+    /// Whether some sink was observed worse than it tolerates.
+    pub fn failing(&self) -> bool {
+        self.sinks.iter().any(|s| s.fails)
+    }
+}
+
+/// The label an observation stands for, to judge it against a sink's tolerance.
+fn as_label(o: Observed) -> Option<Label> {
+    match o {
+        Observed::Deterministic => None,
+        Observed::Run => Some(Label::Run),
+        Observed::Inst => Some(Label::Inst),
+        Observed::Diverge => Some(Label::Diverge),
+    }
+}
+
+/// Simulates an analysed dataflow.
+pub fn simulate(df: &Dataflow, analysis: &Analysis, o: &Options) -> Simulation {
+    let m = model::Model::new(df, analysis, o.replicas, o.knobs);
+    let inputs = explore::default_inputs(&m);
+    let mut obs = observe::Observer::new(&m);
+    let ex = explore::explore(&m, &inputs, o.schedules, o.seed, &mut |i, out| {
+        obs.add(i, out);
+        true
+    });
+    let sinks = obs
+        .sinks
+        .iter()
+        .enumerate()
+        .map(|(s, so)| {
+            let witness = so.evidence.clone().and_then(|ev| {
+                witness::witness(
+                    &m,
+                    analysis,
+                    &inputs,
+                    ex.schedules,
+                    o.seed,
+                    s,
+                    so.observed,
+                    ev,
+                    o.shrink,
+                )
+            });
+            SinkResult {
+                name: m.sink_names[s].clone(),
+                label: analysis.labels.sink[s],
+                observed: so.observed,
+                fails: as_label(so.observed)
+                    .is_some_and(|l| df.sinks[s].fails(l, FailOn::default())),
+                witness,
+            }
+        })
+        .collect();
+    Simulation {
+        schedules: ex.schedules,
+        exhaustive: ex.exhaustive,
+        inconclusive: obs.inconclusive,
+        sinks,
+    }
+}
