@@ -8,6 +8,7 @@
 
 mod args;
 mod check;
+mod deploy;
 mod explain;
 mod generate;
 mod io;
@@ -71,6 +72,7 @@ pub fn run() -> i32 {
         Command::Render(args) => render::run(args),
         Command::Explain { code } => explain::run(code.as_deref()),
         Command::Plan(args) => plan::run(args),
+        Command::Deploy(args) => deploy::run(args),
         Command::Gen(args) => generate::run(args),
         Command::Completions { shell } => man::run_completions(*shell),
         Command::Man { command } => man::run_man(command.as_deref()),
