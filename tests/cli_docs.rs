@@ -199,6 +199,7 @@ fn bash_loads_the_completions_and_completes() {
     for c in [
         "check",
         "plan",
+        "deploy",
         "render",
         "explain",
         "gen",
@@ -242,7 +243,7 @@ fn every_shell_gets_a_script_naming_every_command() {
         assert_eq!(o.status.code(), Some(0), "{shell}");
         let s = stdout(&o);
         assert!(s.contains(marker), "{shell} script has `{marker}`");
-        for c in ["check", "plan", "render", "explain", "completions", "man"] {
+        for c in ["check", "plan", "deploy", "render", "explain", "completions", "man"] {
             assert!(s.contains(c), "{shell} script names {c}");
         }
         assert_eq!(
@@ -289,6 +290,7 @@ fn man_pages_render_without_warnings() {
         "render",
         "explain",
         "plan",
+        "deploy",
         "gen",
         "completions",
         "man",
@@ -308,6 +310,7 @@ fn man_pages_render_without_warnings() {
         "render",
         "explain",
         "plan",
+        "deploy",
         "gen",
         "completions",
         "man",
