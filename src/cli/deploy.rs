@@ -112,7 +112,7 @@ fn apply(_url: &str, _d: &Deployment) -> i32 {
 
 #[cfg(feature = "nats")]
 fn apply(url: &str, d: &Deployment) -> i32 {
-    use crate::runtime::nats::deploy::{Outcome, deploy};
+    use crate::runtime::nats::deploy::{Change, Outcome, deploy};
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -131,23 +131,29 @@ fn apply(url: &str, d: &Deployment) -> i32 {
         let js = async_nats::jetstream::new(client);
         deploy(&js, d).await.map_err(|e| e.to_string())
     });
-    let lines = |changes: &[crate::runtime::nats::deploy::Change]| {
+    let lines = |changes: &[Change], applied: bool| {
         changes
             .iter()
-            .map(|c| format!("  {}\n", c.describe()))
+            .map(|c| match c {
+                Change::Create(o) if applied => format!("  created {} {}\n", o.kind(), o.name()),
+                c => format!("  {}\n", c.describe()),
+            })
             .collect::<String>()
     };
     match outcome {
+        Err(e) if e.contains("replicas") => usage_error(&format!(
+            "{e} (`--replicas N` sets the replicas of every object: 1 for a single server, at most the cluster's size)"
+        )),
         Err(e) => usage_error(&e),
         Ok(Outcome::NoChange(changes)) => {
             super::io::write_out(
                 format!(
-                    "{}: no change: the {} object{} of the plan of `{}` exist as planned\n{}",
+                    "{}: no change: every object of the plan of `{}` exists as planned ({} object{})\n{}",
                     d.path,
+                    d.spec,
                     changes.len(),
                     if changes.len() == 1 { "" } else { "s" },
-                    d.spec,
-                    lines(&changes)
+                    lines(&changes, false)
                 )
                 .as_bytes(),
             );
@@ -156,7 +162,7 @@ fn apply(url: &str, d: &Deployment) -> i32 {
         Ok(Outcome::Applied(changes)) => {
             let created = changes
                 .iter()
-                .filter(|c| matches!(c, crate::runtime::nats::deploy::Change::Create(_)))
+                .filter(|c| matches!(c, Change::Create(_)))
                 .count();
             super::io::write_out(
                 format!(
@@ -164,7 +170,7 @@ fn apply(url: &str, d: &Deployment) -> i32 {
                     d.path,
                     d.spec,
                     changes.len() - created,
-                    lines(&changes).replace("  create ", "  created ")
+                    lines(&changes, true)
                 )
                 .as_bytes(),
             );
@@ -174,7 +180,7 @@ fn apply(url: &str, d: &Deployment) -> i32 {
             eprint!(
                 "error: the server differs from the plan of `{}`; nothing was changed (services may run on these objects: drain them and delete the differing objects, or deploy under another spec name):\n{}",
                 d.spec,
-                lines(&changes)
+                lines(&changes, false)
             );
             EXIT_FINDINGS
         }

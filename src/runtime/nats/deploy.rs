@@ -65,7 +65,7 @@ impl Change {
     /// The change in one line, then one indented line per differing field.
     pub fn describe(&self) -> String {
         match self {
-            Change::Create(o) => format!("create {} {}", o.kind(), o.name()),
+            Change::Create(o) => format!("missing {} {}", o.kind(), o.name()),
             Change::Unchanged(o) => format!("unchanged {} {}", o.kind(), o.name()),
             Change::Differs { object, fields } => {
                 let mut s = format!(
