@@ -243,7 +243,15 @@ fn every_shell_gets_a_script_naming_every_command() {
         assert_eq!(o.status.code(), Some(0), "{shell}");
         let s = stdout(&o);
         assert!(s.contains(marker), "{shell} script has `{marker}`");
-        for c in ["check", "plan", "deploy", "render", "explain", "completions", "man"] {
+        for c in [
+            "check",
+            "plan",
+            "deploy",
+            "render",
+            "explain",
+            "completions",
+            "man",
+        ] {
             assert!(s.contains(c), "{shell} script names {c}");
         }
         assert_eq!(

@@ -65,7 +65,10 @@ fn stream_names(out: &str) -> Vec<String> {
 #[test]
 fn names_that_nats_refuses_are_made_legal_and_kept_apart() {
     let run = |component: &str| {
-        let o = blazes_stdin(&["deploy", "--dry-run", "-"], spec_named(component).as_bytes());
+        let o = blazes_stdin(
+            &["deploy", "--dry-run", "-"],
+            spec_named(component).as_bytes(),
+        );
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         stream_names(&stdout(&o))
     };
@@ -118,7 +121,12 @@ fn a_missing_spec_is_exit_2() {
 #[cfg(not(feature = "nats"))]
 #[test]
 fn applying_without_the_nats_feature_says_how_to_get_it() {
-    let o = blazes(&["deploy", "--nats", "nats://127.0.0.1:1", "specs/wordcount.yaml"]);
+    let o = blazes(&[
+        "deploy",
+        "--nats",
+        "nats://127.0.0.1:1",
+        "specs/wordcount.yaml",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("cargo install --path . --features nats"),

@@ -161,7 +161,10 @@ async fn a_changed_plan_is_refused_with_a_diff_and_nothing_is_modified() {
             && !c.allow_message_ttl
     };
     let after = config(&js, "ad-poor-Report-keyed").await.unwrap().config;
-    assert!(unchanged(&after), "the refused deploy left it alone: {after:?}");
+    assert!(
+        unchanged(&after),
+        "the refused deploy left it alone: {after:?}"
+    );
 
     // Negative control: a deployment that applied the plan blindly over it would have changed
     // it, and the check above sees that.
