@@ -2,9 +2,7 @@
 //! replication). Under `CI=true` a missing server fails with an install hint (the harness).
 #![cfg(feature = "nats")]
 
-#[allow(dead_code)]
 mod common;
-#[allow(dead_code)]
 mod support_nats;
 
 use std::time::Duration;
