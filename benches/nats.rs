@@ -117,6 +117,63 @@ async fn sequencer(js: &jetstream::Context) {
 async fn keyed(cluster: &Cluster) {
     const INPUTS: usize = 1000;
     let mut baseline = None;
+    // What the component's one stream takes at the same concurrency: 8 publishers (one per
+    // partition), two acknowledged publishes per input (as emit + commit), no sessions; once
+    // plain and once with the expectation every fenced write carries (on `lease.P`, empty
+    // here, so it always holds).
+    for fenced in [false, true] {
+        let js = jetstream::new(cluster.client().await);
+        let name = if fenced { "KEYEDFENCED" } else { "KEYEDRAW" };
+        Keyed::open(js.clone(), KeyedConfig::new(name, 8))
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let servers_cpu = cluster.cpu_time();
+        let mut tasks = Vec::new();
+        for p in 0..8 {
+            let js = js.clone();
+            tasks.push(tokio::spawn(async move {
+                for i in 0..INPUTS / 8 {
+                    for kind in ["out", "commit"] {
+                        let mut h = async_nats::HeaderMap::new();
+                        h.insert("Nats-Msg-Id", format!("{kind}:{p}:{i}").as_str());
+                        if fenced {
+                            h.insert("Nats-Expected-Last-Subject-Sequence", "0");
+                            h.insert(
+                                "Nats-Expected-Last-Subject-Sequence-Subject",
+                                format!("{name}.lease.{p}").as_str(),
+                            );
+                        }
+                        js.send_publish(
+                            format!("{name}.{kind}.{p}"),
+                            jetstream::message::PublishMessage::build()
+                                .headers(h)
+                                .payload(Bytes::from(format!("{i}"))),
+                        )
+                        .await
+                        .unwrap()
+                        .await
+                        .unwrap();
+                    }
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let took = started.elapsed();
+        let servers_cpu = cluster.cpu_time().saturating_sub(servers_cpu);
+        println!(
+            "baseline, 8 publishers x 2 acknowledged publishes per input on one stream{}, {INPUTS} inputs: {:.0} inputs/s; CPU busy: servers {:.2} cores of 2",
+            if fenced {
+                ", each with the lease expectation"
+            } else {
+                ""
+            },
+            rate(INPUTS, took),
+            servers_cpu.as_secs_f64() / took.as_secs_f64()
+        );
+    }
     for workers in [1usize, 2, 4] {
         let js = jetstream::new(cluster.client().await);
         let name = format!("KEYED{workers}");
@@ -134,11 +191,16 @@ async fn keyed(cluster: &Cluster) {
                 .unwrap();
         }
         let started = Instant::now();
+        let servers_cpu = cluster.cpu_time();
+        let client_cpu = support_nats::process_cpu_time("/proc/self/stat");
         let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        // When the last input was committed: idle sessions notice the end only at their next
+        // poll timeout, which must not count as processing time.
+        let finished = std::sync::Arc::new(std::sync::Mutex::new(None::<Instant>));
         let mut tasks = Vec::new();
         for w in 0..workers {
             let js = jetstream::new(cluster.client().await);
-            let (config, done) = (config.clone(), done.clone());
+            let (config, done, finished) = (config.clone(), done.clone(), finished.clone());
             tasks.push(tokio::spawn(async move {
                 let keyed = Keyed::open(js, config).await.unwrap();
                 let worker = keyed.worker(&format!("w{w}"));
@@ -149,7 +211,7 @@ async fn keyed(cluster: &Cluster) {
                 }
                 let mut handles = Vec::new();
                 for mut s in sessions {
-                    let done = done.clone();
+                    let (done, finished) = (done.clone(), finished.clone());
                     handles.push(tokio::spawn(async move {
                         while done.load(std::sync::atomic::Ordering::SeqCst) < INPUTS {
                             let next =
@@ -160,7 +222,10 @@ async fn keyed(cluster: &Cluster) {
                                 .await
                                 .unwrap();
                             s.commit(input.offset, input.payload).await.unwrap();
-                            done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            if done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == INPUTS
+                            {
+                                *finished.lock().unwrap() = Some(Instant::now());
+                            }
                         }
                     }));
                 }
@@ -172,12 +237,17 @@ async fn keyed(cluster: &Cluster) {
         for t in tasks {
             t.await.unwrap();
         }
-        let took = started.elapsed();
+        let took = finished.lock().unwrap().expect("every input committed") - started;
+        let servers_cpu = cluster.cpu_time().saturating_sub(servers_cpu);
+        let client_cpu =
+            support_nats::process_cpu_time("/proc/self/stat").saturating_sub(client_cpu);
         let base = *baseline.get_or_insert(took);
         println!(
-            "keyed sessions, {workers} worker(s), 8 partitions, {INPUTS} inputs: {:.0} inputs/s, speed-up over 1 worker {:.2}",
+            "keyed sessions, {workers} worker(s), 8 partitions, {INPUTS} inputs: {:.0} inputs/s, speed-up over 1 worker {:.2}; CPU busy: servers {:.2} + client {:.2} cores of 2",
             rate(INPUTS, took),
-            base.as_secs_f64() / took.as_secs_f64()
+            base.as_secs_f64() / took.as_secs_f64(),
+            servers_cpu.as_secs_f64() / took.as_secs_f64(),
+            client_cpu.as_secs_f64() / took.as_secs_f64()
         );
     }
 }
@@ -244,7 +314,19 @@ async fn main() {
     };
     let js = jetstream::new(cluster.client().await);
     cluster.wait_ready(&js, 3).await;
-    sequencer(&js).await;
-    keyed(&cluster).await;
-    barrier(&js).await;
+    // `cargo bench --bench nats -- keyed` runs one group; no name runs them all.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let run = |group: &str| only.is_empty() || only.iter().any(|o| o == group);
+    if run("sequencer") {
+        sequencer(&js).await;
+    }
+    if run("keyed") {
+        keyed(&cluster).await;
+    }
+    if run("barrier") {
+        barrier(&js).await;
+    }
 }

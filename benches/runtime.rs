@@ -184,6 +184,7 @@ fn loaded_broker() -> SessionBroker<MemLog> {
         let key = i % 64;
         b.publish(
             key as u64,
+            0,
             (i / 64) as u64 + 1,
             format!("key-{key}").as_bytes(),
             &[0u8; RECORD],

@@ -50,6 +50,7 @@ fn partition_logs() -> Vec<MemLog> {
             broker
                 .publish(
                     u64::from(server),
+                    0,
                     *seq,
                     campaign.as_bytes(),
                     &id.to_le_bytes(),

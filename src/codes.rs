@@ -216,6 +216,33 @@ code! {
         "a field has a value outside its allowed set";
 }
 
+// The import codes are reported by `import`, which turns an engine's topology into a spec.
+code! {
+    /// `blazes import` (and `--from`) annotates each operator from the catalogue of its engine:
+    /// the built-in one, and the user's `--catalog`, whose entries come first. An operator that no
+    /// entry matches is never assumed safe: it gets the most conservative annotation, `OW` with
+    /// gate `*`, which only a global order can make deterministic. The message shows the entry to
+    /// add to a user catalogue once you know what the operator does; `docs/import.md` lists the
+    /// fields.
+    pub static UNKNOWN_OPERATOR = "I001", "unknown-operator", Warning,
+        "no catalogue entry matches an operator, which is annotated OW(*)";
+
+    /// The topology a framework prints leaves things out: a Flink plan does not name the key of a
+    /// `keyBy`, a Kafka Streams description does not say whether an aggregation is windowed or how
+    /// a `suppress` is configured, and user code (process functions, shell bolts) can do
+    /// anything. Where the annotation depends on such a thing, the conservative choice is made and
+    /// this warning says what was assumed and how a catalogue entry can say better.
+    pub static MISSING_INFORMATION = "I002", "missing-information", Warning,
+        "the topology does not show something an annotation depends on; the conservative choice was made";
+
+    /// The file given to `blazes import ENGINE` (or `--from ENGINE`) is not a topology of that
+    /// engine: a Kafka Streams `Topology#describe()` text, a Flink `getExecutionPlan()` JSON, or a
+    /// Storm Flux YAML file. The message says what was expected where; every problem of the file
+    /// is reported at once.
+    pub static INVALID_TOPOLOGY = "I003", "invalid-topology", Error,
+        "the file is not a valid topology of the engine";
+}
+
 /// Every code, in registration order (SARIF rule indexes follow it; S014 came after S016).
 /// `blazes explain` lists them sorted by id.
 pub static ALL: &[&Code] = &[
@@ -244,6 +271,9 @@ pub static ALL: &[&Code] = &[
     &UNREADABLE,
     &NAME_COLLISION,
     &INVALID_VALUE,
+    &UNKNOWN_OPERATOR,
+    &MISSING_INFORMATION,
+    &INVALID_TOPOLOGY,
 ];
 
 /// Looks a code up by id (`C001`, case-insensitive) or name (`unordered-write`).

@@ -615,3 +615,68 @@ pub fn mutate(seed: &str, ops: &[Op]) -> Option<String> {
     out.push('\n');
     Some(out)
 }
+
+/// A topology of `engine` through `blazes import` (with the built-in catalogue) and the whole
+/// check of the spec it becomes, with the invariants of [`pipeline`] and those of importing:
+/// a topology that imports gives a valid spec (only a resource limit may reject it), every
+/// location is inside the topology's text, and the spec is the same on a second import.
+/// Returns the exit status.
+pub fn import_pipeline(engine: crate::import::Engine, bytes: &[u8], options: &Options) -> i32 {
+    use crate::import::{self, Catalog};
+    let catalog = match Catalog::builtin(engine) {
+        Ok(c) => c,
+        Err(d) => panic!("the built-in {} catalogue is invalid: {d:?}", engine.name()),
+    };
+    let report = import::check_imported(engine, "fuzz.topology", bytes.to_vec(), &catalog, options);
+    let code = report.exit_code();
+    assert!((EXIT_CLEAN..=EXIT_INVALID).contains(&code), "exit {code}");
+    check_diagnostics(&report);
+    let imported = import::decode(bytes, &options.limits)
+        .ok()
+        .and_then(|text| import::import(engine, &text, &catalog, "fuzz", &options.limits).ok());
+    match &report.outcome {
+        Outcome::Invalid(d) => {
+            assert!(
+                d.iter().any(|d| d.severity == Severity::Error),
+                "an invalid import has no error"
+            );
+            if imported.is_some() {
+                assert!(
+                    d.iter().any(|d| std::ptr::eq(d.code, &crate::codes::LIMIT)),
+                    "an imported topology gave an invalid spec: {d:?}"
+                );
+            }
+        }
+        Outcome::Analysed(a) => {
+            plan_and_draw(&report, a, options);
+        }
+    }
+    let json = report::json::render(std::slice::from_ref(&report));
+    serde_json::from_str::<serde_json::Value>(&json).expect("the JSON output parses");
+    let sarif = report::sarif::render(std::slice::from_ref(&report), None);
+    serde_json::from_str::<serde_json::Value>(&sarif).expect("the SARIF output parses");
+    for format in report::format::CHECK {
+        let mut out = Vec::new();
+        (format.write)(std::slice::from_ref(&report), &Default::default(), &mut out)
+            .expect("writing to memory does not fail");
+    }
+    if bytes.len() <= 16 * 1024 {
+        let again =
+            import::check_imported(engine, "fuzz.topology", bytes.to_vec(), &catalog, options);
+        assert_eq!(
+            report::json::render(std::slice::from_ref(&again)),
+            json,
+            "JSON output of an import is not deterministic"
+        );
+        if let Some(first) = &imported {
+            let text = import::decode(bytes, &options.limits).expect("decoded before");
+            let second = import::import(engine, &text, &catalog, "fuzz", &options.limits)
+                .expect("imported before");
+            assert_eq!(
+                first.spec, second.spec,
+                "the imported spec is not deterministic"
+            );
+        }
+    }
+    code
+}

@@ -2,7 +2,8 @@
 //!
 //! The library reads a dataflow spec ([`spec`]), resolves it into an IR ([`graph`]), derives
 //! stream labels and points of order ([`analysis`]) over the label lattice ([`label`]), and
-//! renders the results ([`report`]). The analyzer does no file IO and never prints: the
+//! renders the results ([`report`]); [`import`] turns the topologies of stream engines (Kafka
+//! Streams, Flink, Storm Flux) into specs. The analyzer does no file IO and never prints: the
 //! binary (`src/main.rs` and its `cli` module) is the edge. [`runtime`] is the other half: the mechanisms
 //! that enforce a coordination plan in services, independent of the analyzer.
 //!
@@ -53,6 +54,7 @@ pub mod diagnostic;
 pub mod fuzzing;
 pub mod generator;
 pub mod graph;
+pub mod import;
 pub mod label;
 pub mod plan;
 pub mod render;

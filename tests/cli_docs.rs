@@ -40,7 +40,9 @@ fn index_order(text: &str) -> Result<Vec<String>, String> {
     let ids: Vec<String> = codes
         .lines()
         .filter_map(|l| l.trim_start().split(' ').next())
-        .filter(|w| w.len() == 4 && (w.starts_with('C') || w.starts_with('S')))
+        .filter(|w| {
+            w.len() == 4 && (w.starts_with('C') || w.starts_with('S') || w.starts_with('I'))
+        })
         .map(str::to_string)
         .collect();
     let mut sorted = ids.clone();
@@ -203,6 +205,7 @@ fn bash_loads_the_completions_and_completes() {
         "render",
         "explain",
         "gen",
+        "import",
         "completions",
         "man",
     ] {
@@ -249,6 +252,7 @@ fn every_shell_gets_a_script_naming_every_command() {
             "deploy",
             "render",
             "explain",
+            "import",
             "completions",
             "man",
         ] {
@@ -300,6 +304,7 @@ fn man_pages_render_without_warnings() {
         "plan",
         "deploy",
         "gen",
+        "import",
         "completions",
         "man",
     ] {
@@ -320,6 +325,7 @@ fn man_pages_render_without_warnings() {
         "plan",
         "deploy",
         "gen",
+        "import",
         "completions",
         "man",
     ] {
@@ -347,7 +353,7 @@ fn man_of_an_unknown_command_is_a_usage_error() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         stderr(&o),
-        "error: `chek` is not a blazes command (did you mean `check`?); the commands are: check, render, explain, plan, deploy, gen, completions, man\n"
+        "error: `chek` is not a blazes command (did you mean `check`?); the commands are: check, render, explain, plan, deploy, gen, import, completions, man\n"
     );
     assert!(stdout(&o).is_empty());
 }

@@ -68,6 +68,11 @@ fn uncovered(
 ) -> Vec<String> {
     let mut problems = Vec::new();
     for &(id, name) in codes {
+        // The import codes are about topologies, not specs: `tests/import.rs` shows each
+        // with its fixtures (`every_import_code_is_shown_by_a_fixture`).
+        if id.starts_with('I') {
+            continue;
+        }
         let reported = |out: &str| out.contains(&format!("{id}("));
         if id != UNREADABLE_FILE {
             let file = format!("{id}-{name}.yaml");

@@ -174,3 +174,123 @@ fn render_plan_with_a_key_the_planner_invented() {
     let text = fuzzing::mutate(&seed_texts()[0], &ops).unwrap();
     fuzzing::pipeline(text.as_bytes(), &fuzzing::fuzz_options());
 }
+
+/// The topology fixtures of `tests/fixtures/import` (the import fuzz targets' seeds), each
+/// with the engine its directory or file name says.
+fn import_fixtures() -> Vec<(blazes::import::Engine, Vec<u8>)> {
+    use blazes::import::Engine;
+    let mut out = Vec::new();
+    for dir in [
+        "tests/fixtures/import/kafka-streams",
+        "tests/fixtures/import/flink",
+        "tests/fixtures/import/storm-flux",
+        "tests/fixtures/import/errors",
+        "tests/fixtures/import/hostile",
+    ] {
+        for path in files(dir) {
+            let name = format!("{}/{}", dir, path.file_name().unwrap().to_string_lossy());
+            let engine = Engine::ALL
+                .into_iter()
+                .find(|e| name.contains(&format!("/{}", e.name())))
+                .unwrap_or_else(|| panic!("{name} names no engine"));
+            out.push((engine, std::fs::read(&path).unwrap()));
+        }
+    }
+    out
+}
+
+#[test]
+fn import_fixtures_run_clean() {
+    let fixtures = import_fixtures();
+    assert!(fixtures.len() >= 20, "the import fixtures are the seeds");
+    for (engine, bytes) in &fixtures {
+        let code = fuzzing::import_pipeline(*engine, bytes, &fuzzing::fuzz_options());
+        assert!((0..=2).contains(&code));
+        fuzzing::import_pipeline(*engine, bytes, &Default::default());
+    }
+}
+
+/// Negative control of the invariant `import_pipeline` checks (an imported topology gives a
+/// valid spec): the importer minus its sanitising of names writes a spec the check rejects, so
+/// the invariant can fail. `step.one` is a processor name; a spec name cannot hold a dot.
+#[test]
+fn an_import_without_sanitised_names_is_an_invalid_spec() {
+    use blazes::import::{self, Catalog, Engine};
+    let path = "tests/fixtures/import/hostile/kafka-streams-collisions-and-cycle.txt";
+    let text = std::fs::read_to_string(root().join(path)).unwrap();
+    let catalog = Catalog::builtin(Engine::KafkaStreams).unwrap();
+    let imported = import::import(
+        Engine::KafkaStreams,
+        &text,
+        &catalog,
+        "c",
+        &Default::default(),
+    )
+    .unwrap();
+    let valid = blazes::check::check_bytes("c.yaml", imported.spec.as_bytes(), &Default::default());
+    assert!(matches!(valid.outcome, blazes::check::Outcome::Analysed(_)));
+    let unsanitised = imported.spec.replace("\"step_one\":", "\"step.one\":");
+    assert_ne!(unsanitised, imported.spec);
+    let report = blazes::check::check_bytes("c.yaml", unsanitised.as_bytes(), &Default::default());
+    assert!(
+        matches!(report.outcome, blazes::check::Outcome::Invalid(_)),
+        "a dotted component name must make the spec invalid"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// Topology fixtures with bytes spliced in, cut, or a line repeated: never a panic.
+    #[test]
+    fn mutated_topologies_never_panic(
+        pick in 0usize..64,
+        bytes in proptest::collection::vec(any::<u8>(), 0..24),
+        at in 0usize..4000,
+        cut in 0usize..64,
+    ) {
+        let fixtures = import_fixtures();
+        let (engine, original) = &fixtures[pick % fixtures.len()];
+        let mut text = original.clone();
+        let at = at % (text.len() + 1);
+        let end = (at + cut).min(text.len());
+        text.splice(at..end, bytes);
+        fuzzing::import_pipeline(*engine, &text, &fuzzing::fuzz_options());
+        // The same bytes as the other engines' input.
+        for e in blazes::import::Engine::ALL {
+            fuzzing::import_pipeline(e, &text, &fuzzing::fuzz_options());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// Topology fixtures with lines swapped, repeated or removed (an edge before its
+    /// processor, a processor twice, a node without its id, a stream without its grouping):
+    /// never a panic, and every invariant of `import_pipeline` holds.
+    #[test]
+    fn topologies_with_lines_moved_never_panic(
+        pick in 0usize..64,
+        ops in proptest::collection::vec((0usize..200, 0usize..200, 0u8..3), 1..8),
+    ) {
+        let fixtures = import_fixtures();
+        let (engine, original) = &fixtures[pick % fixtures.len()];
+        let text = String::from_utf8_lossy(original).into_owned();
+        let mut lines: Vec<&str> = text.split('\n').collect();
+        for (a, b, kind) in ops {
+            if lines.is_empty() {
+                break;
+            }
+            let (a, b) = (a % lines.len(), b % lines.len());
+            match kind {
+                0 => lines.swap(a, b),
+                1 => lines.insert(b, lines[a]),
+                _ => {
+                    lines.remove(a);
+                }
+            }
+        }
+        fuzzing::import_pipeline(*engine, lines.join("\n").as_bytes(), &fuzzing::fuzz_options());
+    }
+}

@@ -422,3 +422,107 @@ fn a_lone_carriage_return_ends_a_line_in_every_format() {
     // (as this one did) puts the finding on line 1, column 73, which the asserts reject.
     assert!(!spec.contains('\n'));
 }
+
+// ---- imported topologies (`blazes import`, `--from`) -----------------------------------------
+
+/// The odd topologies of `tests/fixtures/import/hostile` are imported and analysed (exit 0 or
+/// 1), every diagnostic inside the file.
+#[test]
+fn odd_topologies_are_accepted() {
+    let dir = root().join("tests/fixtures/import/hostile");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5);
+    for f in files {
+        let engine = ["kafka-streams", "flink", "storm-flux"]
+            .into_iter()
+            .find(|e| f.starts_with(e))
+            .unwrap();
+        let path = format!("tests/fixtures/import/hostile/{f}");
+        let o = blazes(&["check", "--from", engine, "--format", "json", &path]);
+        assert!(o.status.code().unwrap() < 2, "{path}:\n{}", stdout(&o));
+        assert_clean_failure(&o);
+        let len = std::fs::read_to_string(root().join(&path))
+            .unwrap()
+            .lines()
+            .count() as u64;
+        for d in json(&o)["files"][0]["diagnostics"].as_array().unwrap() {
+            assert!(d["line"].as_u64().unwrap() <= len.max(1), "{path}: {d}");
+        }
+    }
+}
+
+/// The same topology with LF, CRLF, lone CR and a BOM: the same finding at the same line and
+/// column.
+#[test]
+fn line_ends_and_bom_keep_topology_locations_right() {
+    let plain =
+        std::fs::read_to_string(root().join("tests/fixtures/import/kafka-streams/wordcount.txt"))
+            .unwrap();
+    let variants = [
+        plain.clone(),
+        plain.replace('\n', "\r\n"),
+        plain.replace('\n', "\r"),
+        format!("\u{feff}{plain}"),
+    ];
+    let at = |text: &str| {
+        let o = blazes_stdin(
+            &["check", "--from", "kafka-streams", "--format", "json", "-"],
+            text.as_bytes(),
+        );
+        let p = json(&o)["files"][0]["points_of_order"][0].clone();
+        (p["line"].clone(), p["column"].clone())
+    };
+    let expected = at(&variants[0]);
+    assert_eq!(expected, (Value::from(20), Value::from(16)));
+    for v in &variants[1..] {
+        assert_eq!(at(v), expected);
+    }
+}
+
+/// A describe text pasted as a Java string literal is decoded: the processors are found, and
+/// the finding points into the escaped line at the aggregate's name.
+#[test]
+fn a_describe_text_written_as_a_java_string_is_read() {
+    let path = "tests/fixtures/import/hostile/kafka-streams-java-string.txt";
+    let text = std::fs::read_to_string(root().join(path)).unwrap();
+    let o = blazes(&["check", "--from", "kafka-streams", "--format", "json", path]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let p = json(&o)["files"][0]["points_of_order"][0].clone();
+    assert_eq!(p["line"], 1);
+    let column = p["column"].as_u64().unwrap() as usize;
+    let at: String = text.chars().skip(column - 1).take(28).collect();
+    assert_eq!(at, "KSTREAM-AGGREGATE-0000000002");
+    // The escaped topic name is decoded into the spec.
+    let spec = stdout(&blazes(&["import", "kafka-streams", path]));
+    assert!(spec.contains("café-orders"), "{spec}");
+}
+
+/// Garbage of every kind as each engine's input: exit 2, located, never a panic.
+#[test]
+fn garbage_is_an_invalid_topology_for_every_engine() {
+    for input in [
+        &b"\x00\x01\x02binary"[..],
+        b"\xff\xfe not utf-8",
+        b"",
+        b"[1, 2, 3]",
+        b"{\"nodes\": 5}",
+        b"spouts: {a: 1}",
+        b"Processor: x (stores: [a, b\n",
+    ] {
+        for engine in ["kafka-streams", "flink", "storm-flux"] {
+            let o = blazes_stdin(&["check", "--from", engine, "-"], input);
+            assert_eq!(
+                o.status.code(),
+                Some(2),
+                "{engine}: {input:?}\n{}",
+                stdout(&o)
+            );
+            assert_clean_failure(&o);
+            assert!(stdout(&o).contains("<stdin>"), "{}", stdout(&o));
+        }
+    }
+}

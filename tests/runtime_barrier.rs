@@ -11,7 +11,9 @@
 
 use std::collections::BTreeMap;
 
-use blazes::runtime::{BarrierError, DurableBarrier, MemLog, Release, SealBarrier};
+use blazes::runtime::{
+    BarrierError, DurableBarrier, DurableBarrierError, Log, MemLog, Release, SealBarrier,
+};
 use proptest::prelude::*;
 
 mod common;
@@ -515,17 +517,21 @@ struct CrashRun {
     /// Partitions the consumer acknowledged, and whether one came again after that.
     acknowledged: Vec<u32>,
     redelivered_after_ack: usize,
+    /// Reopens that did not hand out again exactly the releases received and not acknowledged.
+    unacknowledged_not_redelivered: usize,
     crashes: usize,
 }
 
 /// Delivers the workload in a seeded order; producers drop a message once the barrier accepted
 /// it (they never resend acknowledged messages). The barrier crashes at random points, also
 /// between handing out a release and the consumer's acknowledgement. With `journaled`, it is a
-/// `DurableBarrier` reopened from its journal; the control restarts a plain `SealBarrier` empty.
-fn crash_run(w: &Workload, seed: u64, journaled: bool) -> CrashRun {
+/// `DurableBarrier` reopened from its journal (compacted every `compact_every` records); the
+/// control restarts a plain `SealBarrier` empty.
+fn crash_run(w: &Workload, seed: u64, journaled: bool, compact_every: u64) -> CrashRun {
     let mut rng = Rng(seed);
     let fresh = || SealBarrier::<u32, String>::new(0..w.producers, w.total().max(1));
     let mut durable = DurableBarrier::open(fresh(), MemLog::new()).unwrap().0;
+    durable.compact_every(compact_every);
     let mut plain = fresh();
     let mut run = CrashRun::default();
     let mut network = w.messages();
@@ -548,6 +554,18 @@ fn crash_run(w: &Workload, seed: u64, journaled: bool) -> CrashRun {
                 .into_journal();
                 let (reopened, undelivered) = DurableBarrier::open(fresh(), journal).unwrap();
                 durable = reopened;
+                durable.compact_every(compact_every);
+                let mut expected: Vec<u32> = run
+                    .received
+                    .iter()
+                    .map(|r| r.partition)
+                    .filter(|p| !run.acknowledged.contains(p))
+                    .collect();
+                expected.sort();
+                expected.dedup();
+                if undelivered.iter().map(|r| r.partition).collect::<Vec<_>>() != expected {
+                    run.unacknowledged_not_redelivered += 1;
+                }
                 for rel in undelivered {
                     receive(&mut run, rel);
                 }
@@ -624,12 +642,24 @@ fn crash_run(w: &Workload, seed: u64, journaled: bool) -> CrashRun {
 
 #[test]
 fn a_journaled_barrier_releases_each_partition_once_across_crashes() {
+    journaled_crash_runs(u64::MAX);
+}
+
+/// The same crashes with a snapshot every few journal records: a reopen starts from a snapshot
+/// (its core state and the releases not yet acknowledged) and finds the same releases.
+#[test]
+fn a_compacted_journal_recovers_each_partition_once_across_crashes() {
+    journaled_crash_runs(3);
+}
+
+fn journaled_crash_runs(compact_every: u64) {
     let w = workload(3, 4, &[3, 2, 1, 3, 3, 2, 1, 2, 3, 1, 2, 3]);
     let mut crashes = 0;
     for seed in 0..48 {
-        let run = crash_run(&w, seed, true);
+        let run = crash_run(&w, seed, true, compact_every);
         crashes += run.crashes;
         assert_eq!(run.redelivered_after_ack, 0, "seed {seed}");
+        assert_eq!(run.unacknowledged_not_redelivered, 0, "seed {seed}");
         let mut partitions: Vec<u32> = run.received.iter().map(|r| r.partition).collect();
         partitions.sort();
         partitions.dedup();
@@ -653,7 +683,7 @@ fn negative_control_an_unjournaled_barrier_loses_partitions() {
     let w = workload(3, 4, &[3, 2, 1, 3, 3, 2, 1, 2, 3, 1, 2, 3]);
     let incomplete = (0..48)
         .filter(|&seed| {
-            let run = crash_run(&w, seed, false);
+            let run = crash_run(&w, seed, false, u64::MAX);
             let mut partitions: Vec<u32> = run.received.iter().map(|r| r.partition).collect();
             partitions.sort();
             partitions.dedup();
@@ -661,4 +691,92 @@ fn negative_control_an_unjournaled_barrier_loses_partitions() {
         })
         .count();
     assert!(incomplete > 0);
+}
+
+// ---------------------------------------------------------------- a bounded journal
+
+/// Journal size over a long run of `partitions` windows (3 producers, 4 records each), each
+/// release acknowledged at once. With `forget`, partitions more than 8 behind are forgotten.
+/// Returns the most records the journal ever held and the largest snapshot, in bytes, in the
+/// first and in the second half of the run.
+fn long_run(partitions: u32, compact_every: u64, forget: bool) -> (u64, usize, usize) {
+    let fresh = || SealBarrier::<u32, String>::new(0..3, 64);
+    let (mut b, _) = DurableBarrier::open(fresh(), MemLog::new()).unwrap();
+    b.compact_every(compact_every);
+    let mut most = 0;
+    let mut snapshots = Vec::new();
+    for p in 0..partitions {
+        for producer in 0..3 {
+            for i in 0..4 {
+                let released = b
+                    .offer_record(producer, p, i, format!("{p}.{producer}.{i}"))
+                    .unwrap();
+                assert!(released.is_none());
+            }
+            if let Some(rel) = b.offer_seal(producer, p, 4).unwrap() {
+                assert_eq!((rel.partition, rel.records.len()), (p, 12));
+                b.delivered(p).unwrap();
+            }
+        }
+        if forget && p >= 8 {
+            b.forget_released_below(p - 8).unwrap();
+        }
+        let j = b.journal();
+        most = most.max(j.end() - j.first());
+        let first = j.read_durable(j.first(), 1).unwrap();
+        if j.first() > 0 {
+            snapshots.push(first[0].payload.len());
+        }
+    }
+    // Recovery after compaction: nothing is handed out again, a retry of a released record is
+    // absorbed, a record that was not released is late, and so is anything below the floor.
+    let journal = b.into_journal();
+    let (mut b, undelivered) = DurableBarrier::open(fresh(), journal).unwrap();
+    assert!(undelivered.is_empty());
+    let last = partitions - 1;
+    assert!(b.barrier().is_released(&last));
+    assert!(matches!(
+        b.offer_record(0, last, 0, format!("{last}.0.0")),
+        Ok(None)
+    ));
+    assert!(matches!(
+        b.offer_record(0, last, 4, "extra".into()),
+        Err(DurableBarrierError::Barrier(BarrierError::Late { .. }))
+    ));
+    if forget {
+        assert!(matches!(
+            b.offer_record(0, 0, 0, "0.0.0".into()),
+            Err(DurableBarrierError::Barrier(BarrierError::Late { .. }))
+        ));
+    }
+    let half = snapshots.len() / 2;
+    let early = snapshots[..half].iter().copied().max().unwrap_or(0);
+    let late = snapshots[half..].iter().copied().max().unwrap_or(0);
+    (most, early, late)
+}
+
+/// Under a long run the journal holds at most one snapshot plus `compact_every` records, and
+/// with released partitions forgotten behind a floor the snapshot does not grow either.
+/// Controls: without compaction the journal holds every message of the run; without the floor
+/// the snapshot grows with every released partition (the seal counts it keeps to tell late
+/// records from retried ones).
+#[test]
+fn the_journal_stays_bounded_under_a_long_run() {
+    let (most, early, late) = long_run(400, 64, true);
+    assert!(most <= 64 + 1, "journal held {most} records");
+    assert!(
+        early > 0 && late <= early,
+        "snapshot grew from {early} to {late} bytes"
+    );
+
+    let (uncompacted, _, _) = long_run(400, u64::MAX, true);
+    assert!(
+        uncompacted >= 400 * 15,
+        "uncompacted journal held {uncompacted}"
+    );
+    let (_, early, late) = long_run(400, 64, false);
+    assert!(
+        late > early * 3 / 2,
+        "snapshot without a floor: {early} -> {late} bytes"
+    );
 }

@@ -429,3 +429,69 @@ fn a_second_open_of_the_same_directory_is_refused() {
     // Negative control: once the first handle is gone the directory opens again.
     FileLog::open(dir.path(), config(1 << 20)).unwrap();
 }
+
+/// `trim` drops whole durable segments below the cut, never the segment appends go to and never
+/// an unsynced record; offsets of the rest, reads, appends and a reopen carry on from `first`.
+/// Control: the same log untrimmed keeps every segment.
+#[test]
+fn trim_drops_whole_durable_segments_and_survives_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let payload = [7u8; 40];
+    let mut log = FileLog::open(dir.path(), config(200)).unwrap();
+    for _ in 0..20 {
+        log.append(&[&payload]).unwrap();
+    }
+    log.sync().unwrap();
+    log.append(&[&payload]).unwrap(); // offset 20, not durable
+    let before = segments(dir.path()).len();
+    assert!(before >= 5, "{before} segments");
+
+    log.trim(13).unwrap();
+    let first = log.first();
+    assert!(first > 0 && first <= 13, "first {first}");
+    let left = segments(dir.path());
+    assert!(left.len() < before);
+    assert_eq!(
+        left[0]
+            .file_stem()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .parse::<u64>(),
+        Ok(first),
+        "the oldest file left starts at first"
+    );
+    assert!(matches!(
+        log.read_durable(0, 1),
+        Err(LogError::Trimmed { offset: 0, .. })
+    ));
+    assert_eq!(
+        log.read_durable(first, 100).unwrap().len() as u64,
+        20 - first
+    );
+    // An unsynced record is never trimmed, whatever the cut says.
+    log.trim(u64::MAX).unwrap();
+    assert!(log.first() <= 20);
+    log.sync().unwrap();
+    assert_eq!(log.append(&[b"next"]).unwrap(), vec![21]);
+    log.sync().unwrap();
+    let first = log.first();
+    drop(log);
+
+    let log = FileLog::open(dir.path(), config(200)).unwrap();
+    assert_eq!((log.first(), log.end(), log.durable_end()), (first, 22, 22));
+    let tail = log.read_durable(first, 100).unwrap();
+    assert_eq!(tail.first().unwrap().offset, first);
+    assert_eq!(tail.last().unwrap().payload, b"next");
+    assert_eq!(log.recovery().truncated_bytes, 0);
+
+    // Control: without trim every segment stays and offset 0 is readable.
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = FileLog::open(dir.path(), config(200)).unwrap();
+    for _ in 0..21 {
+        log.append(&[&payload]).unwrap();
+    }
+    log.sync().unwrap();
+    assert_eq!(segments(dir.path()).len(), before);
+    assert_eq!(log.read_durable(0, 1).unwrap()[0].offset, 0);
+}

@@ -87,7 +87,7 @@ impl Model for LeaseModel {
             SessionBroker::open(logs, MemLog::new(), broker_config(self.ttl, 0)).unwrap();
         for key in [&b"a"[..], b"b"].iter().take(self.partitions as usize) {
             for seq in 1..=self.messages {
-                broker.publish(1, seq, key, b"m").unwrap();
+                broker.publish(1, 0, seq, key, b"m").unwrap();
             }
         }
         vec![LeaseState {

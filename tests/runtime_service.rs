@@ -10,8 +10,8 @@
 //! - Sessions, on tokio's paused clock so expiry is exact: no `LeaseLost` before the TTL, one at
 //!   the first tick after it; a renewing worker never loses its lease; a takeover resumes from
 //!   the last commit; the former holder's commit is refused (expired, then fenced).
-//! - Barrier: a push into a full buffer waits (its future stays pending) until a release frees
-//!   room, then completes; core errors come back to the caller.
+//!
+//! The barrier service has its own file, `runtime_barrier_service.rs`.
 #![cfg(feature = "tokio")]
 
 use std::collections::BTreeMap;
@@ -19,9 +19,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use blazes::runtime::{
-    AsyncLog, BarrierConfig, BarrierError, BarrierService, Envelope, Log, LogError, MemLog,
-    ProducerId, Record, SealBarrier, SequencerError, SequencerService, ServiceError, SessionConfig,
-    SessionError, SessionEvent, SessionService, Submitted, sequencer::decode_record,
+    AsyncLog, BarrierConfig, BarrierService, Envelope, Log, LogError, MemLog, ProducerId, Record,
+    SealBarrier, SequencerError, SequencerService, ServiceError, SessionConfig, SessionError,
+    SessionEvent, SessionService, Submitted, sequencer::decode_record,
 };
 use tokio::time::{Instant, advance, timeout};
 
@@ -306,7 +306,7 @@ async fn lease_lost_after_ttl_then_takeover_from_last_commit() {
     let start = Instant::now();
     let (svc, _task) = SessionService::spawn(vec![MemLog::new()], MemLog::new(), config()).unwrap();
     for i in 0..5u8 {
-        svc.publish(1, u64::from(i) + 1, b"k".to_vec(), vec![i])
+        svc.publish(1, 0, u64::from(i) + 1, b"k".to_vec(), vec![i])
             .await
             .unwrap();
     }
@@ -405,88 +405,6 @@ async fn a_renewing_worker_keeps_its_lease() {
     let event = timeout(TTL + TICK, events.recv()).await.unwrap().unwrap();
     assert!(matches!(event, SessionEvent::LeaseLost { worker: 1, .. }));
     assert!(svc.accept(2).await.unwrap().is_some());
-}
-
-#[tokio::test(start_paused = true)]
-async fn barrier_push_waits_while_full_until_a_release() {
-    let BarrierService {
-        handle: barrier,
-        mut releases,
-        ..
-    } = BarrierService::spawn(
-        SealBarrier::<u32, &str>::new([1], 2),
-        BarrierConfig {
-            max_waiting: 4,
-            stall_after: Duration::from_secs(3600),
-        },
-    );
-    barrier.push(1, 0, 0, "a").await.unwrap();
-    barrier.push(1, 0, 1, "b").await.unwrap();
-
-    // The buffer is full: this push must wait, not fail and not be accepted.
-    let waiting = tokio::spawn({
-        let barrier = barrier.clone();
-        async move { barrier.push(1, 1, 0, "c").await }
-    });
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    assert!(!waiting.is_finished(), "push into a full barrier returned");
-
-    // Completing partition 0 frees room; the parked push goes through.
-    barrier.seal(1, 0, 2).await.unwrap();
-    let r0 = releases.recv().await.unwrap();
-    assert_eq!((r0.partition, r0.records), (0, vec!["a", "b"]));
-    waiting.await.unwrap().unwrap();
-    barrier.seal(1, 1, 1).await.unwrap();
-    let r1 = releases.recv().await.unwrap();
-    assert_eq!((r1.partition, r1.records), (1, vec!["c"]));
-
-    // Other refusals are not back-pressure: they come back at once.
-    let err = barrier.push(1, 0, 2, "late").await.unwrap_err();
-    assert!(
-        matches!(err, ServiceError::Core(BarrierError::Late { .. })),
-        "{err}"
-    );
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_producer_that_stops_sealing_is_reported_not_waited_for_silently() {
-    const STALL: Duration = Duration::from_secs(30);
-    let BarrierService {
-        handle: barrier,
-        mut releases,
-        mut stalls,
-        ..
-    } = BarrierService::spawn(
-        SealBarrier::<u32, &str>::new([1, 2], 16),
-        BarrierConfig {
-            max_waiting: 4,
-            stall_after: STALL,
-        },
-    );
-    let start = Instant::now();
-    // Partition 0: producer 1 seals, producer 2 never does.
-    barrier.push(1, 0, 0, "a").await.unwrap();
-    barrier.seal(1, 0, 1).await.unwrap();
-    // Control: partition 1 completes in time and is never reported.
-    barrier.push(2, 1, 0, "b").await.unwrap();
-    barrier.seal(1, 1, 0).await.unwrap();
-    barrier.seal(2, 1, 1).await.unwrap();
-    assert_eq!(releases.recv().await.unwrap().partition, 1);
-    assert!(
-        timeout(STALL - Duration::from_secs(1), stalls.recv())
-            .await
-            .is_err(),
-        "reported before the stall time"
-    );
-    let stalled = stalls.recv().await.unwrap();
-    assert_eq!((stalled.partition, stalled.missing), (0, vec![2]));
-    assert!(
-        stalled.waiting >= STALL && start.elapsed() <= STALL + STALL / 4 + Duration::from_millis(1)
-    );
-    // Reported once; the partition still completes if the producer comes back.
-    barrier.seal(2, 0, 0).await.unwrap();
-    assert_eq!(releases.recv().await.unwrap().partition, 0);
-    assert!(timeout(STALL * 4, stalls.recv()).await.is_err());
 }
 
 /// An engine reached by round trips (each call yields to the runtime), whose acknowledgement of
@@ -620,9 +538,23 @@ async fn fsyncs_run_off_the_runtime_thread() {
     let logs = vec![SlowSync::default()];
     let (svc, _task) = SessionService::spawn(logs, SlowSync::default(), config()).unwrap();
     let during_publish = ticks_during(async {
-        svc.publish(1, 1, b"k".to_vec(), b"m".to_vec())
+        svc.publish(1, 0, 1, b"k".to_vec(), b"m".to_vec())
             .await
             .unwrap();
+    })
+    .await;
+    let barrier = BarrierService::open(
+        SealBarrier::<u32, String>::new([1], 4),
+        SlowSync::default(),
+        BarrierConfig {
+            max_waiting: 4,
+            stall_after: Duration::from_secs(3600),
+            compact_every: 64,
+        },
+    )
+    .unwrap();
+    let during_push = ticks_during(async {
+        barrier.handle.push(1, 0, 0, "r".into()).await.unwrap();
     })
     .await;
     // Negative control: the same sync called on the runtime's thread starves the ticker.
@@ -632,5 +564,6 @@ async fn fsyncs_run_off_the_runtime_thread() {
     .await;
     assert!(during_submit > 3, "{during_submit}");
     assert!(during_publish > 3, "{during_publish}");
+    assert!(during_push > 3, "{during_push}");
     assert!(during_inline <= 1, "{during_inline}");
 }

@@ -62,7 +62,7 @@ impl Broker for SessionBroker<MemLog> {
         // One producer per key ("k3" is producer 3): keys map to one partition each, so the
         // per-key counter is the producer's per-partition sequence number.
         let producer = key[1..].parse::<u64>().unwrap();
-        SessionBroker::publish(self, producer, n + 1, key.as_bytes(), &n.to_le_bytes()).unwrap();
+        SessionBroker::publish(self, producer, 0, n + 1, key.as_bytes(), &n.to_le_bytes()).unwrap();
     }
     fn accept(
         &mut self,
@@ -113,7 +113,7 @@ struct NoSessions {
 impl Broker for NoSessions {
     fn publish(&mut self, key: &str, n: u64) {
         let p = partition_for(key.as_bytes(), PARTITIONS) as usize;
-        let mut rec = vec![0u8; 16];
+        let mut rec = vec![0u8; 24];
         rec.extend_from_slice(&(key.len() as u32).to_le_bytes());
         rec.extend_from_slice(key.as_bytes());
         rec.extend_from_slice(&n.to_le_bytes());
@@ -147,13 +147,14 @@ impl Broker for NoSessions {
         Ok(recs
             .into_iter()
             .map(|r| {
-                let klen = u32::from_le_bytes(r.payload[16..20].try_into().unwrap()) as usize;
+                let klen = u32::from_le_bytes(r.payload[24..28].try_into().unwrap()) as usize;
                 SessionMessage {
                     partition: lease.partition,
                     offset: r.offset,
-                    key: r.payload[20..20 + klen].to_vec(),
-                    payload: r.payload[20 + klen..].to_vec(),
+                    key: r.payload[28..28 + klen].to_vec(),
+                    payload: r.payload[28 + klen..].to_vec(),
                     producer: 0,
+                    epoch: 0,
                     seq: 0,
                 }
             })
@@ -425,7 +426,7 @@ fn negative_control_without_sessions_order_breaks() {
 #[test]
 fn commit_state_epochs_and_leases_survive_a_broker_restart() {
     let mut b = sessions();
-    b.publish(1, 1, b"k0", b"x").unwrap();
+    b.publish(1, 0, 1, b"k0", b"x").unwrap();
     let p = partition_for(b"k0", PARTITIONS);
     let s = b.accept_partition(7, p, 0).unwrap().unwrap();
     let msgs = SessionBroker::poll(&mut b, &s.lease, 1, 10).unwrap();
@@ -463,7 +464,7 @@ fn commit_state_epochs_and_leases_survive_a_broker_restart() {
 #[test]
 fn a_zombie_cannot_forge_a_lease_from_the_fenced_error() {
     let mut b = sessions();
-    b.publish(1, 1, b"k0", b"x").unwrap();
+    b.publish(1, 0, 1, b"k0", b"x").unwrap();
     let p = partition_for(b"k0", PARTITIONS);
     let old = b.accept_partition(7, p, 0).unwrap().unwrap().lease;
     // Worker 7 stalls past its TTL, restarts under the same id and is granted the session anew.
@@ -491,7 +492,7 @@ fn publish_is_idempotent_per_producer_and_partition() {
     let mut b = sessions();
     let p = partition_for(b"k0", PARTITIONS);
     assert_eq!(
-        b.publish(4, 1, b"k0", b"a").unwrap(),
+        b.publish(4, 0, 1, b"k0", b"a").unwrap(),
         Published::Appended {
             partition: p,
             offset: 0
@@ -499,10 +500,10 @@ fn publish_is_idempotent_per_producer_and_partition() {
     );
     // A retry (the acknowledgement was lost) appends nothing.
     assert_eq!(
-        b.publish(4, 1, b"k0", b"a").unwrap(),
+        b.publish(4, 0, 1, b"k0", b"a").unwrap(),
         Published::Duplicate { partition: p }
     );
-    let err = b.publish(4, 3, b"k0", b"c").unwrap_err();
+    let err = b.publish(4, 0, 3, b"k0", b"c").unwrap_err();
     assert!(
         matches!(
             err,
@@ -518,7 +519,7 @@ fn publish_is_idempotent_per_producer_and_partition() {
     let (logs, control) = b.into_logs();
     let mut b = SessionBroker::open(logs, control, broker_config(0)).unwrap();
     assert_eq!(
-        b.publish(4, 1, b"k0", b"a").unwrap(),
+        b.publish(4, 0, 1, b"k0", b"a").unwrap(),
         Published::Duplicate { partition: p }
     );
     let s = b.accept_partition(1, p, 0).unwrap().unwrap();
@@ -527,13 +528,112 @@ fn publish_is_idempotent_per_producer_and_partition() {
     assert_eq!((msgs[0].producer, msgs[0].seq), (4, 1));
 }
 
+/// Two keys in different partitions.
+fn two_partitions() -> (&'static [u8], &'static [u8]) {
+    let keys: [&'static [u8]; 4] = [b"k0", b"k1", b"k2", b"k3"];
+    let k0 = keys[0];
+    let k1 = *keys[1..]
+        .iter()
+        .find(|k| partition_for(k, PARTITIONS) != partition_for(k0, PARTITIONS))
+        .unwrap();
+    (k0, k1)
+}
+
+/// What each partition's log holds, as (producer, epoch, seq, payload), read by a worker.
+fn contents(b: &mut SessionBroker<MemLog>, key: &[u8]) -> Vec<(u64, u64, u64, Vec<u8>)> {
+    let p = partition_for(key, PARTITIONS);
+    let s = b.accept_partition(9, p, 0).unwrap().unwrap();
+    let msgs = SessionBroker::poll(b, &s.lease, 0, 100).unwrap();
+    SessionBroker::release(b, &s.lease, 0).unwrap();
+    msgs.into_iter()
+        .map(|m| (m.producer, m.epoch, m.seq, m.payload))
+        .collect()
+}
+
+/// A restarted producer takes a new epoch and publishes from 1 again; its old incarnation (a
+/// zombie that still sends) is refused in every partition, also one the new incarnation has not
+/// published to yet and across a reopen, and is never answered as a "duplicate" of a
+/// different message. Retries within the new epoch are duplicates.
+#[test]
+fn a_restarted_producer_fences_its_zombie() {
+    let (k0, k1) = two_partitions();
+    let mut b = sessions();
+    assert!(matches!(
+        b.publish(4, 0, 1, k0, b"a"),
+        Ok(Published::Appended { .. })
+    ));
+    assert!(matches!(
+        b.publish(4, 0, 1, k1, b"x"),
+        Ok(Published::Appended { .. })
+    ));
+    // The producer restarts without its counters.
+    let epoch = b.begin_epoch(4).unwrap();
+    assert_eq!(epoch, 1);
+    assert!(matches!(
+        b.publish(4, epoch, 1, k0, b"b"),
+        Ok(Published::Appended { .. })
+    ));
+    assert!(matches!(
+        b.publish(4, epoch, 1, k0, b"b"),
+        Ok(Published::Duplicate { .. })
+    ));
+    let fenced = |r: Result<Published, SessionError>| {
+        matches!(
+            r,
+            Err(SessionError::ProducerFenced {
+                producer: 4,
+                epoch: 0,
+                current: 1
+            })
+        )
+    };
+    // The zombie's next message, and a "retry" of its seq 1 with other content, where the new
+    // incarnation has not published yet.
+    assert!(fenced(b.publish(4, 0, 2, k0, b"zombie")));
+    assert!(fenced(b.publish(4, 0, 1, k1, b"other")));
+    assert!(fenced(b.publish(4, 0, 2, k1, b"zombie")));
+    // The epochs are rebuilt on reopen; the next restart gets the next epoch.
+    let (logs, control) = b.into_logs();
+    let mut b = SessionBroker::open(logs, control, broker_config(0)).unwrap();
+    assert!(fenced(b.publish(4, 0, 2, k1, b"zombie")));
+    assert_eq!(b.producer_epoch(4), 1);
+    assert_eq!(b.begin_epoch(4).unwrap(), 2);
+    assert_eq!(
+        contents(&mut b, k0),
+        vec![(4, 0, 1, b"a".to_vec()), (4, 1, 1, b"b".to_vec())]
+    );
+    assert_eq!(contents(&mut b, k1), vec![(4, 0, 1, b"x".to_vec())]);
+}
+
+/// Negative control: the same restart without a new epoch (the mechanism minus the epoch). The
+/// restarted producer's first message is answered as a duplicate of a different message and
+/// dropped, and the zombie's next message is appended after it.
+#[test]
+fn negative_control_a_restart_without_a_new_epoch_loses_messages_and_admits_the_zombie() {
+    let (k0, _) = two_partitions();
+    let mut b = sessions();
+    b.publish(4, 0, 1, k0, b"a").unwrap();
+    assert!(matches!(
+        b.publish(4, 0, 1, k0, b"b"),
+        Ok(Published::Duplicate { .. })
+    ));
+    assert!(matches!(
+        b.publish(4, 0, 2, k0, b"zombie"),
+        Ok(Published::Appended { .. })
+    ));
+    assert_eq!(
+        contents(&mut b, k0),
+        vec![(4, 0, 1, b"a".to_vec()), (4, 0, 2, b"zombie".to_vec())]
+    );
+}
+
 /// Publish, process and commit on partition logs whose records are durable only once synced;
 /// then every log loses what was not synced (a power cut) and the broker reopens.
 #[test]
 fn a_commit_never_covers_a_record_a_crash_can_erase() {
     let logs: Vec<MemLog> = (0..PARTITIONS).map(|_| MemLog::manual_sync()).collect();
     let mut b = SessionBroker::open(logs, MemLog::manual_sync(), broker_config(0)).unwrap();
-    b.publish(1, 1, b"k1", b"m").unwrap();
+    b.publish(1, 0, 1, b"k1", b"m").unwrap();
     let p = partition_for(b"k1", PARTITIONS);
     let s = b.accept_partition(1, p, 0).unwrap().unwrap();
     let msgs = SessionBroker::poll(&mut b, &s.lease, 0, 10).unwrap();
@@ -555,7 +655,7 @@ fn a_commit_never_covers_a_record_a_crash_can_erase() {
 #[test]
 fn a_committed_offset_past_the_log_end_is_refused_on_open() {
     let mut b = sessions();
-    b.publish(1, 1, b"k1", b"m").unwrap();
+    b.publish(1, 0, 1, b"k1", b"m").unwrap();
     let p = partition_for(b"k1", PARTITIONS);
     let s = b.accept_partition(1, p, 0).unwrap().unwrap();
     SessionBroker::poll(&mut b, &s.lease, 0, 10).unwrap();

@@ -73,6 +73,18 @@ pub(crate) enum Command {
     Deploy(super::deploy::DeployArgs),
     /// Write a random, valid spec of a given size (for benchmarks and stress tests).
     Gen(GenArgs),
+    /// Turn a topology a stream engine prints into an annotated spec: a Kafka Streams
+    /// `Topology#describe()` text, a Flink `getExecutionPlan()` JSON, or a Storm Flux YAML file.
+    ///
+    /// Each operator is annotated from the engine's built-in catalogue and the user's
+    /// (`--catalog`, whose entries come first), with a comment saying which entry produced the
+    /// annotation and why; an operator no entry matches gets `OW` with gate `*` and a warning.
+    /// Warnings go to standard error. `blazes check --from ENGINE FILE` imports and checks in one
+    /// step, located in FILE; see docs/import.md.
+    ///
+    /// Exit status: 0 when the spec was written (warnings allowed), 2 when the file or the
+    /// catalogue is invalid, the usage is wrong or the output cannot be written.
+    Import(ImportArgs),
     /// Print a shell completion script to standard output.
     ///
     /// For example: `blazes completions bash > ~/.local/share/bash-completion/completions/blazes`,
@@ -111,6 +123,61 @@ pub(crate) struct GenArgs {
     /// Write to this file instead of standard output (atomically).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// An engine whose topology `import` and `--from` read.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EngineArg {
+    /// The text of Kafka Streams' `Topology#describe()`.
+    KafkaStreams,
+    /// The JSON of Flink's `StreamExecutionEnvironment#getExecutionPlan()`.
+    Flink,
+    /// A Storm Flux topology (YAML).
+    StormFlux,
+}
+
+impl From<EngineArg> for crate::import::Engine {
+    fn from(e: EngineArg) -> Self {
+        match e {
+            EngineArg::KafkaStreams => crate::import::Engine::KafkaStreams,
+            EngineArg::Flink => crate::import::Engine::Flink,
+            EngineArg::StormFlux => crate::import::Engine::StormFlux,
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct ImportArgs {
+    /// The engine whose topology FILE is.
+    #[arg(value_enum)]
+    pub engine: EngineArg,
+    /// The topology file; `-` reads standard input.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// A user catalogue (YAML) whose entries override the built-in catalogue's.
+    #[arg(long, value_name = "CATALOG")]
+    pub catalog: Option<PathBuf>,
+    /// Write the spec to OUT (atomically) instead of standard output. An existing OUT that
+    /// differs is not replaced unless --force is given (it may hold your edits).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Replace an existing OUT.
+    #[arg(long, requires = "output")]
+    pub force: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// `--from ENGINE`: the files are topologies of ENGINE, imported before the analysis.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct FromArgs {
+    /// Read each file as a topology of this engine (see `blazes import`) instead of a spec;
+    /// diagnostics are located in the file.
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub from: Option<EngineArg>,
+    /// With --from: a user catalogue (YAML) whose entries override the built-in catalogue's.
+    #[arg(long, value_name = "CATALOG", requires = "from")]
+    pub catalog: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,6 +256,8 @@ pub(crate) struct CheckArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_results: Option<u64>,
     #[command(flatten)]
+    pub from: FromArgs,
+    #[command(flatten)]
     pub limits: LimitArgs,
 }
 
@@ -220,6 +289,8 @@ pub(crate) struct RenderArgs {
     #[arg(long)]
     pub plan: bool,
     #[command(flatten)]
+    pub from: FromArgs,
+    #[command(flatten)]
     pub limits: LimitArgs,
 }
 
@@ -245,11 +316,11 @@ pub(crate) struct PlanArgs {
     /// Write the spec with the plan's mechanisms recorded in it to OUT (atomically; one spec
     /// only), in the spec's own syntax (a JSON spec stays JSON). Refuses to overwrite SPEC
     /// unless --in-place is given.
-    #[arg(long, value_name = "OUT")]
+    #[arg(long, value_name = "OUT", conflicts_with = "from")]
     pub apply: Option<PathBuf>,
     /// Write each spec's plan into the spec itself (alone, with one spec, it means
     /// `--apply SPEC`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "from")]
     pub in_place: bool,
     /// How bad the label of a sink that declares no `tolerate:` must be to need repair; a
     /// sink's own `tolerate:` decides alone, whatever this says.
@@ -272,6 +343,8 @@ pub(crate) struct PlanArgs {
     /// Most analyses the exact search may run before it falls back to the greedy plan.
     #[arg(long, value_name = "N", default_value_t = crate::plan::EVALUATION_BUDGET)]
     pub exact_budget: usize,
+    #[command(flatten)]
+    pub from: FromArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
 }

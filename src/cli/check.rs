@@ -3,7 +3,8 @@
 use std::io::Write;
 
 use super::args::CheckArgs;
-use super::io::{check_files, is_stdin, use_color};
+use super::import::check_files;
+use super::io::{is_stdin, use_color};
 use crate::check::{EXIT_CLEAN, EXIT_INVALID, FileReport, Options};
 use crate::report::format::Settings;
 
@@ -17,7 +18,7 @@ pub(crate) fn run(args: &CheckArgs) -> i32 {
         limits: args.limits.limits(),
         chain_notes: args.format.chain_notes,
     };
-    let reports = check_files(&args.specs, &options);
+    let reports = check_files(&args.specs, &args.from, &options);
     let cwd = std::env::current_dir().ok();
     let settings = Settings {
         color: use_color(args.color, &std::io::stdout()),

@@ -11,6 +11,7 @@ mod check;
 mod deploy;
 mod explain;
 mod generate;
+mod import;
 mod io;
 mod man;
 mod plan;
@@ -74,6 +75,7 @@ pub fn run() -> i32 {
         Command::Plan(args) => plan::run(args),
         Command::Deploy(args) => deploy::run(args),
         Command::Gen(args) => generate::run(args),
+        Command::Import(args) => import::run(args),
         Command::Completions { shell } => man::run_completions(*shell),
         Command::Man { command } => man::run_man(command.as_deref()),
     }

@@ -5,7 +5,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::args::{Color, MechanismArg, PlanArgs};
-use super::io::{Access, check_file, io_reason, is_stdin, same_file, use_color, write_atomically};
+use super::import::check_file;
+use super::io::{Access, io_reason, is_stdin, same_file, use_color, write_atomically};
 use super::usage_error;
 use crate::check::{EXIT_CLEAN, EXIT_FINDINGS, EXIT_INVALID, FileReport, Options, Outcome};
 use crate::plan::{self, Plan, Status};
@@ -87,7 +88,7 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
     };
     let mut outcomes: Vec<PlanOutcome> = Vec::with_capacity(args.specs.len());
     for (spec, out) in args.specs.iter().zip(outputs) {
-        let report = check_file(spec, &options);
+        let report = check_file(spec, &args.from, &options);
         let plan = match &report.outcome {
             Outcome::Analysed(a) => Some(plan::plan(&a.dataflow, &plan_options)),
             Outcome::Invalid(_) => None,

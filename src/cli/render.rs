@@ -4,9 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use super::args::{Color, RenderArgs, RenderFormat};
-use super::io::{
-    Access, check_file, io_reason, is_stdin, same_file, use_color, write_atomically, write_out,
-};
+use super::import::check_file;
+use super::io::{Access, io_reason, is_stdin, same_file, use_color, write_atomically, write_out};
 use super::usage_error;
 use crate::check::{EXIT_CLEAN, EXIT_INVALID, Options, Outcome};
 use crate::report;
@@ -176,7 +175,7 @@ pub(crate) fn run(args: &RenderArgs) -> i32 {
     let stderr_color = use_color(Color::Auto, &std::io::stderr());
     let mut code = EXIT_CLEAN;
     for (n, spec) in args.specs.iter().enumerate() {
-        let report = check_file(spec, &options);
+        let report = check_file(spec, &args.from, &options);
         let Outcome::Analysed(a) = &report.outcome else {
             // Standard output carries only graphs (it is piped into `dot`): the diagnostics
             // that say why there is nothing to draw go to standard error.

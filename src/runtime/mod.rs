@@ -31,7 +31,9 @@ pub mod service;
 pub mod session;
 pub mod smr;
 
-pub use barrier::{BarrierError, DurableBarrier, DurableBarrierError, Release, SealBarrier};
+pub use barrier::{
+    BarrierError, BarrierOp, DurableBarrier, DurableBarrierError, Release, SealBarrier,
+};
 pub use dedup::{Dedup, UpstreamId};
 pub use log::{FileLog, FileLogConfig, FsyncPolicy, Log, LogError, MemLog, Record, RecoveryReport};
 pub use sequencer::{

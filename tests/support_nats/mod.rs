@@ -167,6 +167,16 @@ impl Cluster {
         self.start_node(i);
     }
 
+    /// CPU time (user + system) the running nodes have used so far, from `/proc` (Linux);
+    /// zero where it cannot be read.
+    pub fn cpu_time(&self) -> Duration {
+        self.nodes
+            .iter()
+            .filter_map(|n| n.child.as_ref())
+            .map(|c| process_cpu_time(&format!("/proc/{}/stat", c.id())))
+            .sum()
+    }
+
     /// The index of the node whose server name is `name`.
     pub fn node_named(&self, name: &str) -> Option<usize> {
         self.nodes.iter().position(|n| n.name == name)
@@ -265,6 +275,27 @@ impl Drop for Cluster {
             self.kill(i);
         }
     }
+}
+
+/// CPU time (user + system) of the process whose `/proc/<pid>/stat` is `stat`; zero if it
+/// cannot be read.
+pub fn process_cpu_time(stat: &str) -> Duration {
+    let Ok(text) = fs::read_to_string(stat) else {
+        return Duration::ZERO;
+    };
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th
+    // fields of the whole line, in clock ticks.
+    let Some(rest) = text.rfind(')').map(|i| &text[i + 1..]) else {
+        return Duration::ZERO;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i).and_then(|f| f.parse::<u64>().ok()))
+        .sum();
+    // SAFETY: sysconf reads a constant of the running system and has no preconditions.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Duration::from_millis(ticks * 1000 / per_second)
 }
 
 /// A process the test can crash or pause; killed and reaped on drop. Its stdout lines are

@@ -189,6 +189,22 @@ pub struct BarrierProducer {
 }
 
 impl BarrierProducer {
+    /// A producer's handle without opening the barrier: publishing records and seals needs
+    /// only the producer's own subjects (`<name>.rec.*.<producer>`, `<name>.seal.*.<producer>`),
+    /// not the stream's API, so a least-privilege producer uses this.
+    pub fn new(js: jetstream::Context, config: &BarrierConfig, producer: &str) -> Self {
+        assert!(
+            valid_token(producer),
+            "producer `{producer}` must be [A-Za-z0-9_-]+"
+        );
+        BarrierProducer {
+            js,
+            name: config.name.clone(),
+            producer: producer.to_string(),
+            retry_for: config.retry_for,
+        }
+    }
+
     /// Publishes record `index` (from 0) of this producer for `partition`; resends are stored
     /// once inside the duplicate window.
     pub async fn record(
@@ -299,16 +315,7 @@ impl SealBarrier {
 
     /// A producer's handle (`producer`: `[A-Za-z0-9_-]`).
     pub fn producer(&self, producer: &str) -> BarrierProducer {
-        assert!(
-            valid_token(producer),
-            "producer `{producer}` must be [A-Za-z0-9_-]+"
-        );
-        BarrierProducer {
-            js: self.js.clone(),
-            name: self.config.name.clone(),
-            producer: producer.to_string(),
-            retry_for: self.config.retry_for,
-        }
+        BarrierProducer::new(self.js.clone(), &self.config, producer)
     }
 
     /// Declares the producers `partition` waits for (once; later declarations are refused

@@ -24,9 +24,13 @@
 //! - leases survive a broker restart: [`SessionBroker::open`] restores each partition's last
 //!   unreleased grant with a full TTL from the reopening, so its holder carries on (or, if it
 //!   died, the session is free one TTL later) and nobody else is granted the session meanwhile;
-//! - publishing is idempotent per `(producer, partition)`: sequence numbers are 1, 2, 3, ... per
-//!   producer and partition, a retry at or below the high-water mark is answered
-//!   [`Published::Duplicate`], a gap is refused; the marks are rebuilt from the partition logs;
+//! - publishing is idempotent per `(producer, epoch, partition)`: sequence numbers are 1, 2, 3,
+//!   ... per producer and partition within an epoch, a retry at or below the high-water mark is
+//!   answered [`Published::Duplicate`], a gap is refused; the marks are rebuilt from the logs;
+//! - a restarted producer takes a new epoch ([`SessionBroker::begin_epoch`], persisted before
+//!   it is returned, or a larger epoch of its own); from then on a publish of an older epoch is
+//!   refused ([`SessionError::ProducerFenced`]) in every partition, so a zombie incarnation is
+//!   neither appended nor answered as a "duplicate" of a different message;
 //! - a publish returns once its record is durable, and poll delivers durable records only, so a
 //!   committed offset never covers a record a crash can erase; [`SessionBroker::open`] refuses a
 //!   control log whose committed offset lies past a partition log's end
@@ -40,6 +44,8 @@ use std::hash::{Hash, Hasher};
 
 use super::log::{Log, LogError};
 use super::sequencer::ProducerId;
+
+mod publish;
 
 /// Identifies a worker.
 pub type WorkerId = u64;
@@ -113,7 +119,9 @@ pub struct SessionMessage {
     pub payload: Vec<u8>,
     /// Producer that published it.
     pub producer: ProducerId,
-    /// The producer's sequence number for this partition.
+    /// The producer's epoch when it published it.
+    pub epoch: u64,
+    /// The producer's sequence number for this partition within that epoch.
     pub seq: u64,
 }
 
@@ -203,6 +211,18 @@ pub enum SessionError {
         /// Sequence number received.
         got: u64,
     },
+    /// A producer published with an epoch older than its latest: a zombie incarnation.
+    #[error(
+        "producer {producer} published with epoch {epoch} but epoch {current} has started; this incarnation is fenced"
+    )]
+    ProducerFenced {
+        /// Producer.
+        producer: ProducerId,
+        /// Epoch presented.
+        epoch: u64,
+        /// Its latest epoch.
+        current: u64,
+    },
     /// The control log commits an offset the partition log does not (durably) reach: the log
     /// lost records the committed state already reflects.
     #[error(
@@ -233,8 +253,8 @@ struct PartitionState<L> {
     end: u64,
     /// An append failed ambiguously: fold the log again before the next one.
     unsure: bool,
-    /// Per producer, the highest sequence number in this partition's log.
-    producers: BTreeMap<ProducerId, u64>,
+    /// Per producer, the (epoch, sequence number) of its last message in this partition's log.
+    producers: BTreeMap<ProducerId, (u64, u64)>,
     epoch: u64,
     holder: Option<Lease>,
     committed_offset: u64,
@@ -251,30 +271,16 @@ pub struct SessionBroker<L> {
     partitions: Vec<PartitionState<L>>,
     control: L,
     events: Vec<SessionEvent>,
+    /// Per producer, its latest epoch (from the control log and every partition log): a
+    /// publish of an older epoch is a zombie's and is refused.
+    producer_epochs: BTreeMap<ProducerId, u64>,
 }
 
 const TAG_GRANT: u8 = 1;
 const TAG_COMMIT: u8 = 2;
 const TAG_RELEASE: u8 = 3;
-
-/// Partition record: `producer: u64 | seq: u64 | key length: u32 | key | payload`.
-fn encode_message(producer: ProducerId, seq: u64, key: &[u8], payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(20 + key.len() + payload.len());
-    out.extend_from_slice(&producer.to_le_bytes());
-    out.extend_from_slice(&seq.to_le_bytes());
-    out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-    out.extend_from_slice(key);
-    out.extend_from_slice(payload);
-    out
-}
-
-fn decode_message(bytes: &[u8]) -> Option<(ProducerId, u64, Vec<u8>, Vec<u8>)> {
-    let producer = u64::from_le_bytes(bytes.get(0..8)?.try_into().ok()?);
-    let seq = u64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?);
-    let len = u32::from_le_bytes(bytes.get(16..20)?.try_into().ok()?) as usize;
-    let key = bytes.get(20..20usize.checked_add(len)?)?.to_vec();
-    Some((producer, seq, key, bytes[20 + len..].to_vec()))
-}
+/// A producer's new epoch: `tag | producer: u64 | epoch: u64`.
+const TAG_EPOCH: u8 = 4;
 
 fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
@@ -290,33 +296,6 @@ pub struct BrokerConfig {
     /// Key of lease tokens. Anything a worker cannot guess (the service draws it at random);
     /// tokens are recorded with their grants, so it need not stay the same across restarts.
     pub secret: u64,
-}
-
-impl<L: Log> PartitionState<L> {
-    /// Folds the log's records from `end` into the producers' marks (syncing first, so that an
-    /// unsynced record an ambiguous append left behind is seen and made durable).
-    fn catch_up(&mut self) -> Result<(), SessionError> {
-        if self.log.durable_end() < self.log.end() {
-            self.log.sync()?;
-        }
-        loop {
-            let batch = self.log.read_durable(self.end, 1024)?;
-            let Some(last) = batch.last() else { break };
-            let next = last.offset + 1;
-            for r in &batch {
-                let (producer, seq, _, _) =
-                    decode_message(&r.payload).ok_or(SessionError::Malformed {
-                        which: "partition",
-                        offset: r.offset,
-                    })?;
-                let hw = self.producers.entry(producer).or_insert(0);
-                *hw = (*hw).max(seq);
-            }
-            self.end = next;
-        }
-        self.unsure = false;
-        Ok(())
-    }
 }
 
 impl<L: Log> SessionBroker<L> {
@@ -343,6 +322,7 @@ impl<L: Log> SessionBroker<L> {
             })
             .collect();
         let mut control = control;
+        let mut producer_epochs = BTreeMap::new();
         if control.durable_end() < control.end() {
             control.sync()?;
         }
@@ -357,6 +337,12 @@ impl<L: Log> SessionBroker<L> {
                     offset: rec.offset,
                 };
                 let b = &rec.payload;
+                if b.first() == Some(&TAG_EPOCH) {
+                    let (producer, epoch) = u64_at(b, 1).zip(u64_at(b, 9)).ok_or_else(bad)?;
+                    let e = producer_epochs.entry(producer).or_insert(0);
+                    *e = (*e).max(epoch);
+                    continue;
+                }
                 let partition =
                     u32::from_le_bytes(b.get(1..5).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
                 let epoch = u64_at(b, 5).ok_or_else(bad)?;
@@ -387,7 +373,7 @@ impl<L: Log> SessionBroker<L> {
             }
         }
         for (i, p) in partitions.iter_mut().enumerate() {
-            p.catch_up()?;
+            p.catch_up(&mut producer_epochs)?;
             if p.committed_offset > p.end {
                 return Err(SessionError::CommitPastEnd {
                     partition: i as PartitionId,
@@ -403,63 +389,13 @@ impl<L: Log> SessionBroker<L> {
             partitions,
             control,
             events: Vec::new(),
+            producer_epochs,
         })
     }
 
     /// Number of partitions.
     pub fn partitions(&self) -> u32 {
         self.partitions.len() as u32
-    }
-
-    /// Appends message `seq` of `producer` to its key's partition and returns once it is
-    /// durable. Sequence numbers count a producer's messages *per partition* (1, 2, 3, ...; the
-    /// partition is [`partition_for`] the key); a retry at or below the mark is a
-    /// [`Published::Duplicate`], a gap is [`SessionError::PublishGap`]. After an ambiguous
-    /// failure, resend the same message: the broker reads back what landed first.
-    pub fn publish(
-        &mut self,
-        producer: ProducerId,
-        seq: u64,
-        key: &[u8],
-        payload: &[u8],
-    ) -> Result<Published, SessionError> {
-        let partition = partition_for(key, self.partitions());
-        let p = &mut self.partitions[partition as usize];
-        if p.unsure {
-            p.catch_up()?;
-        }
-        let hw = p.producers.get(&producer).copied().unwrap_or(0);
-        if seq <= hw {
-            return Ok(Published::Duplicate { partition });
-        }
-        if seq != hw + 1 {
-            return Err(SessionError::PublishGap {
-                partition,
-                producer,
-                expected: hw + 1,
-                got: seq,
-            });
-        }
-        let rec = encode_message(producer, seq, key, payload);
-        let appended = p
-            .log
-            .append_expected(&[&rec], p.end)
-            .and_then(|off| p.log.sync().map(|()| off));
-        match appended {
-            Ok(off) => {
-                p.end = off[0] + 1;
-                p.producers.insert(producer, seq);
-                Ok(Published::Appended {
-                    partition,
-                    offset: off[0],
-                })
-            }
-            Err(e) => {
-                // A conflict or an ambiguous failure: read back before the next publish.
-                p.unsure = true;
-                Err(e.into())
-            }
-        }
     }
 
     /// Ends every lease whose TTL has passed at `now`, queuing a [`SessionEvent::LeaseLost`].
@@ -608,19 +544,19 @@ impl<L: Log> SessionBroker<L> {
         let records = p.log.read_durable(p.cursor, max)?;
         let mut out = Vec::with_capacity(records.len());
         for r in records {
-            let (producer, seq, key, payload) =
-                decode_message(&r.payload).ok_or(SessionError::Malformed {
-                    which: "partition",
-                    offset: r.offset,
-                })?;
+            let m = publish::decode_message(&r.payload).ok_or(SessionError::Malformed {
+                which: "partition",
+                offset: r.offset,
+            })?;
             p.cursor = r.offset + 1;
             out.push(SessionMessage {
                 partition: lease.partition,
                 offset: r.offset,
-                key,
-                payload,
-                producer,
-                seq,
+                key: m.key,
+                payload: m.payload,
+                producer: m.producer,
+                epoch: m.epoch,
+                seq: m.seq,
             });
         }
         Ok(out)
@@ -717,7 +653,7 @@ mod tests {
             secret: 1,
         };
         let mut b = SessionBroker::open(vec![MemLog::new()], MemLog::new(), config).unwrap();
-        b.publish(1, 1, b"k", b"m").unwrap();
+        b.publish(1, 0, 1, b"k", b"m").unwrap();
         let s1 = b.accept(1, 0).unwrap().unwrap();
         assert_eq!(b.poll(&s1.lease, 1, 10).unwrap().len(), 1);
         let s2 = b.accept(2, 20).unwrap().unwrap();

@@ -32,23 +32,28 @@
 //! A partition whose producer set has one member is an "independent seal": that producer's seal
 //! alone completes it, with no agreement among producers.
 //!
-//! [`DurableBarrier`] adds crash safety: every accepted record, seal and producer set is
-//! journaled in a [`Log`] (and synced) before the call returns, and so is each acknowledgement
-//! of a delivered release. Reopening replays the journal through the same deterministic core,
-//! which reaches the same state and therefore decides the same releases with the same contents:
-//! a partition is released once, across crashes. A release that was decided but not
-//! acknowledged as delivered before the crash is handed out again by
-//! [`DurableBarrier::open`] (identical, so a consumer that keys its effect by partition applies
-//! it once); an acknowledged one never is.
+//! [`DurableBarrier`] adds crash safety: every accepted message ([`BarrierOp`]) is journaled in
+//! a [`Log`](super::log::Log) and synced before its caller hears back or the release it
+//! completed is handed on, and so is each acknowledgement of a delivered release. Reopening
+//! replays the journal through the same deterministic core, which reaches the same state and
+//! therefore decides the same releases with the same contents: a partition is released once,
+//! across crashes. A release that was decided but not acknowledged as delivered before the
+//! crash is handed out again by [`DurableBarrier::open`] (identical, so a consumer that keys its
+//! effect by partition applies it once); an acknowledged one never is. The journal is compacted:
+//! a snapshot record (the core's state and the unacknowledged releases) replaces everything
+//! before it, so released partitions' records leave the journal, and
+//! [`SealBarrier::forget_released_below`] bounds what is remembered of released partitions.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
-use super::log::{Log, LogError};
 use super::sequencer::ProducerId;
+
+mod durable;
+
+pub use durable::{DurableBarrier, DurableBarrierError};
 
 /// Errors of the seal barrier.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -125,6 +130,55 @@ pub enum BarrierError {
     },
 }
 
+/// One message to a barrier, in the form [`DurableBarrier`] journals it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BarrierOp<P, R> {
+    /// [`SealBarrier::offer_record`].
+    Record {
+        /// Sender.
+        producer: ProducerId,
+        /// Partition value of the seal key.
+        partition: P,
+        /// The record's index among the producer's records for the partition.
+        index: u64,
+        /// The record.
+        record: R,
+    },
+    /// [`SealBarrier::offer_seal`].
+    Seal {
+        /// Sender.
+        producer: ProducerId,
+        /// Partition value of the seal key.
+        partition: P,
+        /// Records the producer sent for the partition.
+        count: u64,
+    },
+    /// [`SealBarrier::set_producers`].
+    Producers {
+        /// Partition value of the seal key.
+        partition: P,
+        /// Its producer set.
+        producers: Vec<ProducerId>,
+    },
+    /// [`SealBarrier::forget_released_below`].
+    ForgetBelow(P),
+    /// [`DurableBarrier::delivered`]: the consumer has dealt with the partition's release.
+    Delivered(P),
+}
+
+impl<P, R> BarrierOp<P, R> {
+    /// The partition the message is about.
+    pub fn partition(&self) -> &P {
+        match self {
+            BarrierOp::Record { partition, .. }
+            | BarrierOp::Seal { partition, .. }
+            | BarrierOp::Producers { partition, .. }
+            | BarrierOp::ForgetBelow(partition)
+            | BarrierOp::Delivered(partition) => partition,
+        }
+    }
+}
+
 /// A complete partition, released once.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Release<P, R> {
@@ -152,7 +206,22 @@ pub struct SealBarrier<P: Ord, R> {
     pending: BTreeMap<P, Pending<R>>,
     /// Released partitions with the seal counts they were released with.
     released: BTreeMap<P, BTreeMap<ProducerId, u64>>,
+    /// Partitions below it that are not pending count as released and forgotten.
+    floor: Option<P>,
     /// Arrival rank for the next partition that starts.
+    next_start: u64,
+}
+
+/// A pending partition in a snapshot: its records, its seals and its arrival rank.
+type PendingImage<P, R> = (P, Vec<(ProducerId, u64, R)>, Vec<(ProducerId, u64)>, u64);
+
+/// The state of a [`SealBarrier`] apart from its configuration, as a journal snapshot holds it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct CoreImage<P, R> {
+    view: Vec<(P, Vec<ProducerId>)>,
+    pending: Vec<PendingImage<P, R>>,
+    released: Vec<(P, Vec<(ProducerId, u64)>)>,
+    floor: Option<P>,
     next_start: u64,
 }
 
@@ -168,8 +237,124 @@ impl<P: Ord + Clone + Debug, R: Clone + PartialEq> SealBarrier<P, R> {
             buffered: 0,
             pending: BTreeMap::new(),
             released: BTreeMap::new(),
+            floor: None,
             next_start: 0,
         }
+    }
+
+    /// Applies one message ([`BarrierOp::Delivered`] concerns the consumer, not the barrier:
+    /// it is accepted and changes nothing here).
+    pub fn apply(&mut self, op: BarrierOp<P, R>) -> Result<Option<Release<P, R>>, BarrierError> {
+        match op {
+            BarrierOp::Record {
+                producer,
+                partition,
+                index,
+                record,
+            } => self.offer_record(producer, partition, index, record),
+            BarrierOp::Seal {
+                producer,
+                partition,
+                count,
+            } => self.offer_seal(producer, partition, count),
+            BarrierOp::Producers {
+                partition,
+                producers,
+            } => self.set_producers(partition, producers),
+            BarrierOp::ForgetBelow(floor) => {
+                self.forget_released_below(floor);
+                Ok(None)
+            }
+            BarrierOp::Delivered(_) => Ok(None),
+        }
+    }
+
+    /// Forgets the released partitions below `floor` (for seal keys that only grow, such as time
+    /// windows: once no message for them is expected). A message for a partition below the
+    /// floor that is not pending is [`BarrierError::Late`] from then on, retransmission or
+    /// not, since what was released there is no longer known; pending partitions below it
+    /// complete as usual. The floor never moves down.
+    pub fn forget_released_below(&mut self, floor: P) {
+        if self.floor.as_ref().is_some_and(|f| *f >= floor) {
+            return;
+        }
+        self.released = self.released.split_off(&floor);
+        self.floor = Some(floor);
+    }
+
+    /// Whether messages for `partition` come after its release was forgotten.
+    fn forgotten(&self, partition: &P) -> bool {
+        self.floor.as_ref().is_some_and(|f| partition < f) && !self.pending.contains_key(partition)
+    }
+
+    /// The state to journal in a snapshot.
+    pub(crate) fn image(&self) -> CoreImage<P, R> {
+        CoreImage {
+            view: self
+                .view
+                .iter()
+                .map(|(p, set)| (p.clone(), set.iter().copied().collect()))
+                .collect(),
+            pending: self
+                .pending
+                .iter()
+                .map(|(p, pend)| {
+                    (
+                        p.clone(),
+                        pend.records
+                            .iter()
+                            .map(|(&(prod, i), r)| (prod, i, r.clone()))
+                            .collect(),
+                        pend.seals.iter().map(|(&prod, &n)| (prod, n)).collect(),
+                        pend.started,
+                    )
+                })
+                .collect(),
+            released: self
+                .released
+                .iter()
+                .map(|(p, seals)| (p.clone(), seals.iter().map(|(&a, &b)| (a, b)).collect()))
+                .collect(),
+            floor: self.floor.clone(),
+            next_start: self.next_start,
+        }
+    }
+
+    /// This (empty, configured) barrier with the state of `image`.
+    pub(crate) fn restore(mut self, image: CoreImage<P, R>) -> Self {
+        self.view = image
+            .view
+            .into_iter()
+            .map(|(p, set)| (p, set.into_iter().collect()))
+            .collect();
+        self.pending = image
+            .pending
+            .into_iter()
+            .map(|(p, records, seals, started)| {
+                let records: BTreeMap<(ProducerId, u64), R> = records
+                    .into_iter()
+                    .map(|(prod, i, r)| ((prod, i), r))
+                    .collect();
+                let seals = seals.into_iter().collect();
+                (
+                    p,
+                    Pending {
+                        records,
+                        seals,
+                        started,
+                    },
+                )
+            })
+            .collect();
+        self.buffered = self.pending.values().map(|p| p.records.len()).sum();
+        self.released = image
+            .released
+            .into_iter()
+            .map(|(p, seals)| (p, seals.into_iter().collect()))
+            .collect();
+        self.floor = image.floor;
+        self.next_start = image.next_start;
+        self
     }
 
     /// Sets the producer set of one partition from a membership view. It must be set before the
@@ -181,7 +366,7 @@ impl<P: Ord + Clone + Debug, R: Clone + PartialEq> SealBarrier<P, R> {
         partition: P,
         producers: impl IntoIterator<Item = ProducerId>,
     ) -> Result<Option<Release<P, R>>, BarrierError> {
-        if self.released.contains_key(&partition) {
+        if self.released.contains_key(&partition) || self.forgotten(&partition) {
             return Err(BarrierError::ViewAfterRelease {
                 partition: format!("{partition:?}"),
             });
@@ -269,6 +454,12 @@ impl<P: Ord + Clone + Debug, R: Clone + PartialEq> SealBarrier<P, R> {
                 }),
             };
         }
+        if self.forgotten(&partition) {
+            return Err(BarrierError::Late {
+                partition: format!("{partition:?}"),
+                producer,
+            });
+        }
         self.admit(producer, &partition)?;
         let pending = self.pending.get(&partition);
         if let Some(&announced) = pending.and_then(|p| p.seals.get(&producer))
@@ -321,6 +512,12 @@ impl<P: Ord + Clone + Debug, R: Clone + PartialEq> SealBarrier<P, R> {
                 }),
             };
         }
+        if self.forgotten(&partition) {
+            return Err(BarrierError::Late {
+                partition: format!("{partition:?}"),
+                producer,
+            });
+        }
         self.admit(producer, &partition)?;
         let pending = self.pending_entry(&partition);
         match pending.seals.get(&producer) {
@@ -365,6 +562,8 @@ impl<P: Ord + Clone + Debug, R: Clone + PartialEq> SealBarrier<P, R> {
         }
         let pending = self.pending.remove(partition)?;
         self.buffered -= pending.records.len();
+        // The set cannot change after the release (`ViewAfterRelease`): it need not be kept.
+        self.view.remove(partition);
         self.released.insert(partition.clone(), pending.seals);
         Some(Release {
             partition: partition.clone(),
@@ -402,195 +601,6 @@ impl<P: Ord + Clone + Debug, R: Clone + PartialEq> SealBarrier<P, R> {
     /// Partitions with buffered records or seals that are not yet complete, in order.
     pub fn pending_partitions(&self) -> Vec<P> {
         self.pending.keys().cloned().collect()
-    }
-}
-
-/// Errors of a [`DurableBarrier`].
-#[derive(Debug, thiserror::Error)]
-pub enum DurableBarrierError {
-    /// The barrier refused the message; nothing was journaled.
-    #[error(transparent)]
-    Barrier(#[from] BarrierError),
-    /// The journal failed. The message was accepted in memory but may not be durable, so the
-    /// barrier refuses everything until reopened (the journal then decides).
-    #[error(transparent)]
-    Log(#[from] LogError),
-    /// A journal record does not decode.
-    #[error("barrier journal record at offset {offset} is malformed: {reason}")]
-    Malformed {
-        /// Offset of the record.
-        offset: u64,
-        /// Decoder message.
-        reason: String,
-    },
-    /// An earlier journal failure left memory ahead of the journal.
-    #[error("barrier is unusable after a journal failure; reopen it")]
-    Poisoned,
-}
-
-/// One journal record of a [`DurableBarrier`].
-#[derive(serde::Serialize, serde::Deserialize)]
-enum Entry<P, R> {
-    Producers(P, Vec<ProducerId>),
-    Record(ProducerId, P, u64, R),
-    Seal(ProducerId, P, u64),
-    Delivered(P),
-}
-
-/// A [`SealBarrier`] whose accepted messages and delivered releases are journaled in a [`Log`].
-#[derive(Debug)]
-pub struct DurableBarrier<P: Ord, R, L> {
-    core: SealBarrier<P, R>,
-    journal: L,
-    /// Releases decided but not yet acknowledged with [`DurableBarrier::delivered`].
-    undelivered: BTreeSet<P>,
-    poisoned: bool,
-}
-
-impl<P, R, L> DurableBarrier<P, R, L>
-where
-    P: Ord + Clone + Debug + Serialize + DeserializeOwned,
-    R: Clone + PartialEq + Serialize + DeserializeOwned,
-    L: Log,
-{
-    /// Opens a barrier on `journal`, replaying it into `empty` (a fresh [`SealBarrier`] with the
-    /// configuration the journal was written with). Returns the barrier and the releases that
-    /// were decided before a crash but not acknowledged as delivered, in partition order.
-    pub fn open(
-        empty: SealBarrier<P, R>,
-        mut journal: L,
-    ) -> Result<(Self, Vec<Release<P, R>>), DurableBarrierError> {
-        if journal.durable_end() < journal.end() {
-            journal.sync()?;
-        }
-        let mut core = empty;
-        let mut decided: BTreeMap<P, Release<P, R>> = BTreeMap::new();
-        let mut offset = 0;
-        loop {
-            let batch = journal.read_durable(offset, 1024)?;
-            let Some(last) = batch.last() else { break };
-            offset = last.offset + 1;
-            for rec in batch {
-                let entry: Entry<P, R> = serde_json::from_slice(&rec.payload).map_err(|e| {
-                    DurableBarrierError::Malformed {
-                        offset: rec.offset,
-                        reason: e.to_string(),
-                    }
-                })?;
-                // The core is deterministic: replaying what it accepted, in order, accepts it
-                // again and completes the same partitions with the same records.
-                let released = match entry {
-                    Entry::Producers(p, set) => core.set_producers(p, set),
-                    Entry::Record(prod, p, i, r) => core.offer_record(prod, p, i, r),
-                    Entry::Seal(prod, p, n) => core.offer_seal(prod, p, n),
-                    Entry::Delivered(p) => {
-                        decided.remove(&p);
-                        Ok(None)
-                    }
-                };
-                if let Ok(Some(release)) = released {
-                    decided.insert(release.partition.clone(), release);
-                }
-            }
-        }
-        let barrier = DurableBarrier {
-            core,
-            journal,
-            undelivered: decided.keys().cloned().collect(),
-            poisoned: false,
-        };
-        Ok((barrier, decided.into_values().collect()))
-    }
-
-    fn journal(
-        &mut self,
-        entry: &Entry<P, R>,
-        result: Result<Option<Release<P, R>>, BarrierError>,
-    ) -> Result<Option<Release<P, R>>, DurableBarrierError> {
-        let release = result?;
-        let bytes = serde_json::to_vec(entry).map_err(|e| DurableBarrierError::Malformed {
-            offset: self.journal.end(),
-            reason: e.to_string(),
-        })?;
-        if let Err(e) = self
-            .journal
-            .append(&[&bytes])
-            .and_then(|_| self.journal.sync())
-        {
-            self.poisoned = true;
-            return Err(e.into());
-        }
-        if let Some(r) = &release {
-            self.undelivered.insert(r.partition.clone());
-        }
-        Ok(release)
-    }
-
-    fn usable(&self) -> Result<(), DurableBarrierError> {
-        if self.poisoned {
-            Err(DurableBarrierError::Poisoned)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// [`SealBarrier::offer_record`], durable on return.
-    pub fn offer_record(
-        &mut self,
-        producer: ProducerId,
-        partition: P,
-        index: u64,
-        record: R,
-    ) -> Result<Option<Release<P, R>>, DurableBarrierError> {
-        self.usable()?;
-        let result = self
-            .core
-            .offer_record(producer, partition.clone(), index, record.clone());
-        self.journal(&Entry::Record(producer, partition, index, record), result)
-    }
-
-    /// [`SealBarrier::offer_seal`], durable on return.
-    pub fn offer_seal(
-        &mut self,
-        producer: ProducerId,
-        partition: P,
-        count: u64,
-    ) -> Result<Option<Release<P, R>>, DurableBarrierError> {
-        self.usable()?;
-        let result = self.core.offer_seal(producer, partition.clone(), count);
-        self.journal(&Entry::Seal(producer, partition, count), result)
-    }
-
-    /// [`SealBarrier::set_producers`], durable on return.
-    pub fn set_producers(
-        &mut self,
-        partition: P,
-        producers: impl IntoIterator<Item = ProducerId>,
-    ) -> Result<Option<Release<P, R>>, DurableBarrierError> {
-        self.usable()?;
-        let set: Vec<ProducerId> = producers.into_iter().collect();
-        let result = self.core.set_producers(partition.clone(), set.clone());
-        self.journal(&Entry::Producers(partition, set), result)
-    }
-
-    /// Acknowledges that the consumer has durably dealt with `partition`'s release: it will not
-    /// be handed out again after a crash.
-    pub fn delivered(&mut self, partition: P) -> Result<(), DurableBarrierError> {
-        self.usable()?;
-        if self.undelivered.remove(&partition) {
-            self.journal(&Entry::Delivered(partition), Ok(None))?;
-        }
-        Ok(())
-    }
-
-    /// The in-memory barrier (for `buffered`, `missing`, `is_released`, ...).
-    pub fn barrier(&self) -> &SealBarrier<P, R> {
-        &self.core
-    }
-
-    /// Gives the journal back (e.g. to reopen after a simulated crash).
-    pub fn into_journal(self) -> L {
-        self.journal
     }
 }
 

@@ -37,6 +37,10 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod mem;
+
+pub use mem::MemLog;
+
 /// Header bytes in front of every payload: length, CRC32C, offset.
 pub const RECORD_HEADER_LEN: usize = 4 + 4 + 8;
 
@@ -77,6 +81,14 @@ pub enum LogError {
     /// unknown; the handle refuses everything until the log is reopened.
     #[error("log is unusable after an earlier failure; reopen it to recover")]
     Poisoned,
+    /// A read asked for records that [`Log::trim`] dropped.
+    #[error("log records below offset {first} were trimmed; offset {offset} is gone")]
+    Trimmed {
+        /// Offset asked for.
+        offset: u64,
+        /// First offset the log still holds.
+        first: u64,
+    },
     /// Another handle (in this or another process) has the log directory open.
     #[error("log directory {path} is in use by another handle")]
     Locked {
@@ -134,88 +146,22 @@ pub trait Log {
     /// Returns up to `max` records starting at `offset`, in offset order, none at or beyond
     /// [`Log::durable_end`].
     fn read_durable(&self, offset: u64, max: usize) -> Result<Vec<Record>, LogError>;
+    /// Offset of the first record the log still holds (0 until [`Log::trim`] dropped some).
+    fn first(&self) -> u64 {
+        0
+    }
     /// Offset one past the last appended record.
     fn end(&self) -> u64;
     /// Offset one past the last durable record: every record below it survives a crash.
     fn durable_end(&self) -> u64;
     /// Makes every appended record durable.
     fn sync(&mut self) -> Result<(), LogError>;
-}
-
-/// In-memory log. By default every append is immediately durable (there is nothing to crash);
-/// [`MemLog::manual_sync`] makes records durable only on [`Log::sync`], and [`MemLog::crash`]
-/// then loses the others, as a power cut would.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct MemLog {
-    records: Vec<Vec<u8>>,
-    durable: usize,
-    manual: bool,
-}
-
-impl MemLog {
-    /// An empty log whose appends are durable on return.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// An empty log whose appends become durable only on [`Log::sync`].
-    pub fn manual_sync() -> Self {
-        MemLog {
-            manual: true,
-            ..Self::default()
-        }
-    }
-
-    /// Loses every record that is not durable.
-    pub fn crash(&mut self) {
-        self.records.truncate(self.durable);
-    }
-}
-
-impl Log for MemLog {
-    fn append_expected(
-        &mut self,
-        batch: &[&[u8]],
-        expected_end: u64,
-    ) -> Result<Vec<u64>, LogError> {
-        let first = self.records.len() as u64;
-        if expected_end != first {
-            return Err(LogError::Conflict {
-                expected: expected_end,
-                actual: first,
-            });
-        }
-        self.records.extend(batch.iter().map(|p| p.to_vec()));
-        if !self.manual {
-            self.durable = self.records.len();
-        }
-        Ok((first..first + batch.len() as u64).collect())
-    }
-
-    fn read_durable(&self, offset: u64, max: usize) -> Result<Vec<Record>, LogError> {
-        let start = usize::try_from(offset).unwrap_or(usize::MAX);
-        Ok(self.records[..self.durable]
-            .iter()
-            .enumerate()
-            .skip(start)
-            .take(max)
-            .map(|(i, p)| Record {
-                offset: i as u64,
-                payload: p.clone(),
-            })
-            .collect())
-    }
-
-    fn end(&self) -> u64 {
-        self.records.len() as u64
-    }
-
-    fn durable_end(&self) -> u64 {
-        self.durable as u64
-    }
-
-    fn sync(&mut self) -> Result<(), LogError> {
-        self.durable = self.records.len();
+    /// Lets the log drop durable records below `before` (a writer that keeps its state in a
+    /// snapshot record no longer needs what precedes it). Offsets of the rest do not change, and
+    /// [`Log::first`] says where reading starts. An implementation may keep more than asked (the
+    /// default keeps everything; [`FileLog`] drops whole segments only).
+    fn trim(&mut self, before: u64) -> Result<(), LogError> {
+        let _ = before;
         Ok(())
     }
 }
@@ -275,7 +221,10 @@ pub struct FileLog {
     dir: PathBuf,
     config: FileLogConfig,
     segments: Vec<Segment>,
-    /// Per record: (segment index, byte position of its header). Keeps reads to one pread.
+    /// Offset of the first record still held ([`Log::trim`] drops whole segments before it).
+    first: u64,
+    /// Per record from `first`: (segment index, byte position of its header). Keeps reads to
+    /// one pread.
     index: Vec<(u32, u64)>,
     durable_end: u64,
     last_sync: Instant,
@@ -379,6 +328,7 @@ impl FileLog {
             dir: dir.clone(),
             config,
             segments: Vec::new(),
+            first: bases.first().copied().unwrap_or(0),
             index: Vec::new(),
             durable_end: 0,
             last_sync: Instant::now(),
@@ -390,7 +340,7 @@ impl FileLog {
         let mut broken = false;
         for base in bases {
             let path = segment_path(&dir, base);
-            if broken || base != log.index.len() as u64 {
+            if broken || base != log.end() {
                 // Everything after the first damage is unreachable: a later segment cannot
                 // continue a log whose earlier records are gone.
                 let len = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
@@ -424,8 +374,8 @@ impl FileLog {
         if broken {
             sync_dir(&dir)?;
         }
-        log.durable_end = log.index.len() as u64;
-        log.recovery.records = log.durable_end;
+        log.durable_end = log.end();
+        log.recovery.records = log.index.len() as u64;
         Ok(log)
     }
 
@@ -444,7 +394,7 @@ impl FileLog {
             let start = pos + RECORD_HEADER_LEN;
             if len > self.config.max_record_bytes
                 || bytes.len() - start < len
-                || offset != self.index.len() as u64
+                || offset != self.end()
                 || record_crc(offset, &bytes[start..start + len]) != crc
             {
                 break;
@@ -453,6 +403,14 @@ impl FileLog {
             pos = start + len;
         }
         Ok(pos as u64)
+    }
+
+    /// Records held in segment `seg` (an index into `segments`).
+    fn segment_records(&self, seg: usize) -> usize {
+        let seg = seg as u32;
+        let start = self.index.partition_point(|&(s, _)| s < seg);
+        let end = self.index.partition_point(|&(s, _)| s <= seg);
+        end - start
     }
 
     /// What recovery did when this log was opened.
@@ -487,7 +445,7 @@ impl FileLog {
     }
 
     fn roll(&mut self) -> Result<(), Failure> {
-        let base = self.index.len() as u64;
+        let base = self.end();
         let path = segment_path(&self.dir, base);
         let file = self
             .fault(IoOp::Create)
@@ -516,7 +474,7 @@ impl FileLog {
                 .and_then(|_| seg.file.sync_data())
                 .map_err(io_err(&seg.path))?;
         }
-        self.durable_end = self.index.len() as u64;
+        self.durable_end = self.end();
         self.last_sync = Instant::now();
         Ok(())
     }
@@ -530,7 +488,7 @@ impl FileLog {
             match self.segments.last() {
                 None => self.roll()?,
                 Some(s) if s.len >= self.config.segment_bytes => {
-                    if self.durable_end < self.index.len() as u64 {
+                    if self.durable_end < self.end() {
                         // Keep "only the last segment can hold unsynced records" true.
                         self.fsync_tail().map_err(Failure::Sync)?;
                     }
@@ -544,11 +502,7 @@ impl FileLog {
             let mut pos = seg_len;
             let first = i;
             while i < batch.len() && (pos < self.config.segment_bytes || pos == seg_len) {
-                encode_header(
-                    self.index.len() as u64 + (i - first) as u64,
-                    batch[i],
-                    &mut buf,
-                );
+                encode_header(self.end() + (i - first) as u64, batch[i], &mut buf);
                 buf.extend_from_slice(batch[i]);
                 pos = seg_len + buf.len() as u64;
                 i += 1;
@@ -563,7 +517,7 @@ impl FileLog {
             // Index only what is written, so the index never names bytes that are not there.
             let mut at = seg_len;
             for p in &batch[first..i] {
-                offsets.push(self.index.len() as u64);
+                offsets.push(self.end());
                 self.index.push((seg_idx, at));
                 at += (RECORD_HEADER_LEN + p.len()) as u64;
             }
@@ -605,7 +559,7 @@ impl FileLog {
             self.poisoned = true;
         }
         self.index.truncate(index_len);
-        self.durable_end = self.durable_end.min(index_len as u64);
+        self.durable_end = self.durable_end.min(self.first + index_len as u64);
     }
 }
 
@@ -655,8 +609,14 @@ impl Log for FileLog {
     }
 
     fn read_durable(&self, offset: u64, max: usize) -> Result<Vec<Record>, LogError> {
-        let start = usize::try_from(offset).unwrap_or(usize::MAX);
-        let durable = usize::try_from(self.durable_end).unwrap_or(usize::MAX);
+        if offset < self.first {
+            return Err(LogError::Trimmed {
+                offset,
+                first: self.first,
+            });
+        }
+        let start = usize::try_from(offset - self.first).unwrap_or(usize::MAX);
+        let durable = usize::try_from(self.durable_end - self.first).unwrap_or(usize::MAX);
         let mut out = Vec::new();
         for (i, &(seg_idx, pos)) in self.index[..durable.min(self.index.len())]
             .iter()
@@ -664,6 +624,7 @@ impl Log for FileLog {
             .skip(start)
             .take(max)
         {
+            let i = self.first + i as u64;
             let seg = &self.segments[seg_idx as usize];
             let mut header = [0u8; RECORD_HEADER_LEN];
             seg.file
@@ -672,26 +633,27 @@ impl Log for FileLog {
             let len = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes")) as usize;
             let crc = u32::from_le_bytes(header[4..8].try_into().expect("4 bytes"));
             let rec_offset = u64::from_le_bytes(header[8..16].try_into().expect("8 bytes"));
-            if len > self.config.max_record_bytes || rec_offset != i as u64 {
-                return Err(LogError::Corrupt { offset: i as u64 });
+            if len > self.config.max_record_bytes || rec_offset != i {
+                return Err(LogError::Corrupt { offset: i });
             }
             let mut payload = vec![0u8; len];
             seg.file
                 .read_exact_at(&mut payload, pos + RECORD_HEADER_LEN as u64)
                 .map_err(io_err(&seg.path))?;
             if record_crc(rec_offset, &payload) != crc {
-                return Err(LogError::Corrupt { offset: i as u64 });
+                return Err(LogError::Corrupt { offset: i });
             }
-            out.push(Record {
-                offset: i as u64,
-                payload,
-            });
+            out.push(Record { offset: i, payload });
         }
         Ok(out)
     }
 
+    fn first(&self) -> u64 {
+        self.first
+    }
+
     fn end(&self) -> u64 {
-        self.index.len() as u64
+        self.first + self.index.len() as u64
     }
 
     fn durable_end(&self) -> u64 {
@@ -702,13 +664,51 @@ impl Log for FileLog {
         if self.poisoned {
             return Err(LogError::Poisoned);
         }
-        if self.durable_end < self.index.len() as u64
+        if self.durable_end < self.end()
             && let Err(e) = self.fsync_tail()
         {
             self.poisoned = true;
             return Err(e);
         }
         Ok(())
+    }
+
+    fn trim(&mut self, before: u64) -> Result<(), LogError> {
+        if self.poisoned {
+            return Err(LogError::Poisoned);
+        }
+        let before = before.min(self.durable_end);
+        // Whole segments whose every record lies below `before`, oldest first, never the one
+        // appends go to. Removing the oldest first keeps the remaining files contiguous if a
+        // crash interrupts the removal.
+        let mut dropped = 0usize;
+        let mut records = 0usize;
+        let mut failed = None;
+        while dropped + 1 < self.segments.len() {
+            let held = self.segment_records(dropped);
+            if self.first + (records + held) as u64 > before {
+                break;
+            }
+            let path = &self.segments[dropped].path;
+            if let Err(e) = fs::remove_file(path) {
+                // The files removed so far are gone: account for them, then report.
+                failed = Some(io_err(path)(e));
+                break;
+            }
+            records += held;
+            dropped += 1;
+        }
+        if dropped == 0 {
+            return failed.map_or(Ok(()), Err);
+        }
+        self.segments.drain(..dropped);
+        self.index.drain(..records);
+        for entry in &mut self.index {
+            entry.0 -= dropped as u32;
+        }
+        self.first += records as u64;
+        failed.map_or(Ok(()), Err)?;
+        sync_dir(&self.dir)
     }
 }
 
@@ -754,16 +754,5 @@ mod tests {
         // RFC 3720 / iSCSI check value for "123456789".
         assert_eq!(crc32c(b"123456789"), 0xE306_9283);
         assert_ne!(crc32c(b"123456780"), 0xE306_9283);
-    }
-
-    #[test]
-    fn mem_log_reads_in_offset_order() {
-        let mut log = MemLog::new();
-        assert_eq!(log.append(&[b"a", b"b"]).unwrap(), vec![0, 1]);
-        assert_eq!(log.append(&[b"c"]).unwrap(), vec![2]);
-        let got: Vec<_> = log.read_durable(1, 10).unwrap();
-        assert_eq!(got.len(), 2);
-        assert_eq!(got[0].payload, b"b");
-        assert_eq!(got[1].offset, 2);
     }
 }

@@ -1,0 +1,782 @@
+//! Catalogues: what each operator of an engine does, as the annotation of its paths.
+//!
+//! A catalogue is YAML, the built-in ones (`src/import/catalogs/*.yaml`) and the user's
+//! (`--catalog`) alike:
+//!
+//! ```yaml
+//! version: 1
+//! engine: kafka-streams
+//! operators:
+//!   - class: KSTREAM-AGGREGATE      # glob(s) over the operator's class (`*`, `?`)
+//!     name: [count-*]               # or over its name; either or both
+//!     label: OW                     # CR, CW, OR, OW
+//!     gate: [key]                   # for OR/OW: attributes, `$key`, or "*"
+//!     seal: [window]                # its inputs are punctuated on these keys
+//!     order: [key]                  # or `global`: coordination already in place
+//!     replicated: true              # or `replicas: N`
+//!     keeps-key-order: false        # Kafka Streams: forwards its input's per-key order
+//!     reads-state: false            # Kafka Streams: reads the stores it lists, written elsewhere
+//!     warn: the text does not show whether it is windowed
+//!     reason: counts per key; each count emitted depends on the records before it
+//! ```
+//!
+//! The user's entries come before the built-in ones, and the first entry that matches an
+//! operator wins. Errors are located in the catalogue's text, all at once, with the spec's
+//! codes (unknown field, wrong type, gate, ...).
+
+use std::collections::HashMap;
+
+use super::Engine;
+use crate::codes::{self, Code};
+use crate::diagnostic::{Diagnostic, LineIndex, Span};
+use crate::label::Annotation;
+use crate::spec::yaml::{self, Node, Value};
+use crate::spec::{Limits, MAX_NAME_CHARS, did_you_mean};
+
+/// The partition key of an operator's input, in a gate: Storm's FIELDS, Flink's `keyBy`
+/// (called `key`, the plan does not name it), Kafka Streams' record key.
+pub const PARTITION_KEY: &str = "$key";
+
+/// Coordination an entry says is already in place.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Order {
+    Global,
+    Keys(Vec<String>),
+}
+
+/// One catalogue entry.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub classes: Vec<String>,
+    pub names: Vec<String>,
+    pub label: Annotation,
+    /// For `OR`/`OW`: attributes, [`PARTITION_KEY`], or `["*"]`.
+    pub gate: Option<Vec<String>>,
+    pub seal: Option<Vec<String>>,
+    pub order: Option<Order>,
+    pub replicated: Option<bool>,
+    pub replicas: Option<u64>,
+    pub keeps_key_order: bool,
+    pub reads_state: bool,
+    pub warn: Option<String>,
+    pub reason: String,
+    /// Where it is defined, for comments: "built-in kafka-streams catalogue, line 12".
+    pub origin: String,
+}
+
+impl Entry {
+    /// How comments and messages name the entry: its first pattern and where it is defined.
+    pub fn title(&self) -> String {
+        let pattern = self
+            .classes
+            .first()
+            .map(|c| format!("`{c}`"))
+            .or_else(|| self.names.first().map(|n| format!("name `{n}`")))
+            .unwrap_or_default();
+        format!("{pattern} ({})", self.origin)
+    }
+
+    /// How comments name the entry for an operator it matched: the pattern that matched.
+    pub fn title_for(&self, class: &str, name: &str) -> String {
+        let pattern = self
+            .names
+            .iter()
+            .find(|p| glob(p, name))
+            .map(|n| format!("name `{n}`"))
+            .or_else(|| {
+                self.classes
+                    .iter()
+                    .find(|p| glob(p, class))
+                    .map(|c| format!("`{c}`"))
+            });
+        match pattern {
+            Some(p) => format!("{p} ({})", self.origin),
+            None => self.title(),
+        }
+    }
+
+    /// The patterns it matches, for the documentation's table.
+    pub fn patterns(&self) -> Vec<&str> {
+        self.classes
+            .iter()
+            .chain(&self.names)
+            .map(String::as_str)
+            .collect()
+    }
+}
+
+/// The catalogue of one engine: the user's entries, then the built-in ones.
+#[derive(Clone, Debug)]
+pub struct Catalog {
+    pub engine: Engine,
+    pub entries: Vec<Entry>,
+}
+
+impl Catalog {
+    /// The built-in catalogue alone. It is compiled in and tested to be valid; were it not,
+    /// its errors are returned like a user's.
+    pub fn builtin(engine: Engine) -> Result<Catalog, Vec<Diagnostic>> {
+        Catalog::load(engine, None, &Limits::default())
+    }
+
+    /// The built-in catalogue of `engine`, preceded by the user's, `(shown path, text)`.
+    /// Errors are the user catalogue's, located in its text.
+    pub fn load(
+        engine: Engine,
+        user: Option<(&str, &str)>,
+        limits: &Limits,
+    ) -> Result<Catalog, Vec<Diagnostic>> {
+        let mut entries = Vec::new();
+        if let Some((path, text)) = user {
+            entries = parse(engine, text, path, limits)?;
+        }
+        let builtin = parse(
+            engine,
+            engine.builtin_catalog(),
+            &format!("built-in {} catalogue", engine.name()),
+            &Limits::default(),
+        )?;
+        entries.extend(builtin);
+        Ok(Catalog { engine, entries })
+    }
+
+    /// A matcher that remembers what each class matched (operators share classes).
+    pub fn lookup(&self) -> Lookup<'_> {
+        Lookup {
+            catalog: self,
+            by_class: HashMap::new(),
+            named: self.entries.iter().any(|e| !e.names.is_empty()),
+        }
+    }
+}
+
+/// Finds the entry of an operator: the first whose name or class pattern matches.
+pub struct Lookup<'c> {
+    catalog: &'c Catalog,
+    by_class: HashMap<String, Option<usize>>,
+    named: bool,
+}
+
+impl Lookup<'_> {
+    pub fn find(&mut self, class: &str, name: &str) -> Option<usize> {
+        let entries = &self.catalog.entries;
+        let by_class = match self.by_class.get(class) {
+            Some(&found) => found,
+            None => {
+                let found = entries
+                    .iter()
+                    .position(|e| e.classes.iter().any(|p| glob(p, class)));
+                self.by_class.insert(class.to_string(), found);
+                found
+            }
+        };
+        if !self.named {
+            return by_class;
+        }
+        // An entry by name that comes before the class's entry wins.
+        let end = by_class.unwrap_or(entries.len());
+        entries[..end]
+            .iter()
+            .position(|e| e.names.iter().any(|p| glob(p, name)))
+            .or(by_class)
+    }
+}
+
+/// Whether `text` matches the glob `pattern`: `*` any run of characters, `?` one character,
+/// everything else itself. Linear backtracking on the last `*`: O(pattern × text) at worst.
+pub fn glob(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || (p[pi] != '*' && p[pi] == t[ti])) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+const TOP_FIELDS: &[&str] = &["version", "engine", "operators"];
+const ENTRY_FIELDS: &[&str] = &[
+    "class",
+    "name",
+    "label",
+    "gate",
+    "seal",
+    "order",
+    "replicated",
+    "replicas",
+    "keeps-key-order",
+    "reads-state",
+    "warn",
+    "reason",
+];
+
+/// Validates a catalogue's text into entries, or every error of it.
+pub fn parse(
+    engine: Engine,
+    text: &str,
+    origin: &str,
+    limits: &Limits,
+) -> Result<Vec<Entry>, Vec<Diagnostic>> {
+    let root = yaml::parse(text, limits).map_err(|d| vec![*d])?;
+    let mut v = Validator {
+        diags: Vec::new(),
+        index: LineIndex::new(text),
+        text,
+        origin,
+        limits,
+    };
+    let entries = v.root(&root, engine);
+    if v.diags.is_empty() {
+        Ok(entries)
+    } else {
+        Err(v.diags)
+    }
+}
+
+struct Validator<'a> {
+    diags: Vec<Diagnostic>,
+    index: LineIndex,
+    text: &'a str,
+    origin: &'a str,
+    limits: &'a Limits,
+}
+
+impl Validator<'_> {
+    fn error(&mut self, code: &'static Code, span: Span, message: String, label: &'static str) {
+        self.diags
+            .push(Diagnostic::new(code, message).at(span, label));
+    }
+
+    /// The fields of a mapping, with unknown and duplicate ones reported.
+    fn fields<'n>(
+        &mut self,
+        node: &'n Node,
+        known: &[&'static str],
+        what: &str,
+    ) -> Option<Vec<(&'static str, &'n Node)>> {
+        let Value::Map(pairs) = &node.value else {
+            self.error(
+                &codes::WRONG_TYPE,
+                node.span,
+                format!("{what} must be a mapping, found {}", node.describe()),
+                "expected a mapping",
+            );
+            return None;
+        };
+        let mut out: Vec<(&'static str, &Node)> = Vec::new();
+        let mut spans: Vec<Span> = Vec::new();
+        for (k, value) in pairs {
+            let Some(key) = k.as_str() else {
+                self.error(
+                    &codes::WRONG_TYPE,
+                    k.span,
+                    format!(
+                        "a field name in {what} must be a string, found {}",
+                        k.describe()
+                    ),
+                    "expected a field name",
+                );
+                continue;
+            };
+            let Some(&canonical) = known.iter().find(|f| **f == key) else {
+                let mut d = Diagnostic::new(
+                    &codes::UNKNOWN_FIELD,
+                    format!("unknown field `{key}` in {what}"),
+                )
+                .at(k.span, "unknown field");
+                d = match did_you_mean(key, known.iter().copied()) {
+                    Some(s) => d.help(format!("did you mean `{s}`?")),
+                    None => d.help(format!("the fields are: {}", known.join(", "))),
+                };
+                self.diags.push(d);
+                continue;
+            };
+            if let Some(i) = out.iter().position(|(f, _)| *f == canonical) {
+                let d = Diagnostic::new(
+                    &codes::DUPLICATE,
+                    format!("field `{canonical}` is given twice in {what}"),
+                )
+                .at(k.span, "second definition")
+                .related(spans[i], "first definition");
+                self.diags.push(d);
+                continue;
+            }
+            out.push((canonical, value));
+            spans.push(k.span);
+        }
+        Some(out)
+    }
+
+    fn root(&mut self, root: &Node, engine: Engine) -> Vec<Entry> {
+        if root.value == Value::Null {
+            self.error(
+                &codes::EMPTY,
+                root.span,
+                "the catalogue is empty; it needs `operators:`".into(),
+                "empty",
+            );
+            return Vec::new();
+        }
+        let Some(fields) = self.fields(root, TOP_FIELDS, "the catalogue") else {
+            return Vec::new();
+        };
+        let mut entries = Vec::new();
+        let mut saw_operators = false;
+        for (field, value) in fields {
+            match field {
+                "version" => {
+                    if value.value != Value::Int(1) {
+                        self.error(
+                            &codes::INVALID_VALUE,
+                            value.span,
+                            format!("catalogue `version` must be 1, found {}", value.describe()),
+                            "unsupported version",
+                        );
+                    }
+                }
+                "engine" => match value.as_str() {
+                    Some(e) if e == engine.name() => {}
+                    Some(e) if Engine::parse(e).is_some() => self.error(
+                        &codes::INVALID_VALUE,
+                        value.span,
+                        format!(
+                            "this catalogue is for `{e}`, but the topology is imported as `{}`",
+                            engine.name()
+                        ),
+                        "another engine",
+                    ),
+                    _ => self.error(
+                        &codes::INVALID_VALUE,
+                        value.span,
+                        format!(
+                            "catalogue `engine` must be one of kafka-streams, flink, storm-flux, found {}",
+                            value.describe()
+                        ),
+                        "unknown engine",
+                    ),
+                },
+                _ => {
+                    saw_operators = true;
+                    let Value::Seq(items) = &value.value else {
+                        self.error(
+                            &codes::WRONG_TYPE,
+                            value.span,
+                            format!("`operators` must be a list of entries, found {}", value.describe()),
+                            "expected a list",
+                        );
+                        continue;
+                    };
+                    if items.len() > self.limits.max_components {
+                        self.error(
+                            &codes::LIMIT,
+                            value.span,
+                            format!(
+                                "the catalogue has {} entries, more than the limit of {} (--max-components)",
+                                items.len(),
+                                self.limits.max_components
+                            ),
+                            "too many entries",
+                        );
+                        continue;
+                    }
+                    for item in items {
+                        if let Some(e) = self.entry(item) {
+                            entries.push(e);
+                        }
+                    }
+                }
+            }
+        }
+        if !saw_operators {
+            self.error(
+                &codes::MISSING_FIELD,
+                Span::new(root.span.offset, 0),
+                "the catalogue has no `operators:` list".into(),
+                "missing `operators`",
+            );
+        }
+        entries
+    }
+
+    fn entry(&mut self, node: &Node) -> Option<Entry> {
+        let what = "a catalogue entry";
+        let fields = self.fields(node, ENTRY_FIELDS, what)?;
+        let before = self.diags.len();
+        let get = |f: &str| fields.iter().find(|(n, _)| *n == f).map(|(_, v)| *v);
+        let classes = get("class").map_or_else(Vec::new, |n| self.patterns(n, "class"));
+        let names = get("name").map_or_else(Vec::new, |n| self.patterns(n, "name"));
+        if get("class").is_none() && get("name").is_none() {
+            self.error(
+                &codes::MISSING_FIELD,
+                node.span,
+                "a catalogue entry needs `class:` or `name:` patterns to match operators".into(),
+                "matches nothing",
+            );
+        }
+        let label = match get("label") {
+            None => {
+                self.error(
+                    &codes::MISSING_FIELD,
+                    node.span,
+                    "a catalogue entry needs a `label:` (CR, CW, OR or OW)".into(),
+                    "no label",
+                );
+                None
+            }
+            Some(l) => match l.as_str().and_then(Annotation::parse) {
+                Some(a) => Some(a),
+                None => {
+                    let found = l.describe();
+                    let mut d = Diagnostic::new(
+                        &codes::UNKNOWN_LABEL,
+                        format!(
+                            "a catalogue entry's label must be CR, CW, OR or OW, found {found}"
+                        ),
+                    )
+                    .at(l.span, "unknown label");
+                    if let Some(s) = l.as_str().and_then(|s| {
+                        did_you_mean(&s.to_uppercase(), ["CR", "CW", "OR", "OW"])
+                            .map(str::to_string)
+                    }) {
+                        d = d.help(format!("did you mean `{s}`?"));
+                    }
+                    self.diags.push(d);
+                    None
+                }
+            },
+        };
+        let gate = get("gate").and_then(|g| self.gate(g));
+        if let Some(a) = label {
+            let ordered = matches!(a, Annotation::OR | Annotation::OW);
+            match (ordered, get("gate")) {
+                (true, None) => self.error(
+                    &codes::GATE,
+                    node.span,
+                    format!(
+                        "an `{}` entry needs a `gate:` (attributes, `$key`, or \"*\")",
+                        a.as_str()
+                    ),
+                    "no gate",
+                ),
+                (false, Some(g)) => self.error(
+                    &codes::GATE,
+                    g.span,
+                    format!("a `{}` entry is confluent and takes no gate", a.as_str()),
+                    "gate on a confluent label",
+                ),
+                _ => {}
+            }
+        }
+        let seal = get("seal").and_then(|s| self.keys(s, "seal", false));
+        let order = get("order").and_then(|o| match &o.value {
+            Value::Str(s) if s == "global" => Some(Order::Global),
+            Value::Seq(_) => self.keys(o, "order", true).map(Order::Keys),
+            _ => {
+                self.error(
+                    &codes::INVALID_VALUE,
+                    o.span,
+                    format!(
+                        "`order` must be `global` or a list of attributes, found {}",
+                        o.describe()
+                    ),
+                    "expected `global` or a list",
+                );
+                None
+            }
+        });
+        let replicated = get("replicated").and_then(|r| self.boolean(r, "replicated"));
+        let replicas = get("replicas").and_then(|r| match r.value {
+            Value::Int(n) if n >= 1 && n <= i128::from(u32::MAX) => Some(n as u64),
+            _ => {
+                self.error(
+                    &codes::INVALID_VALUE,
+                    r.span,
+                    format!(
+                        "`replicas` must be a positive integer, found {}",
+                        r.describe()
+                    ),
+                    "expected a positive integer",
+                );
+                None
+            }
+        });
+        let keeps_key_order = get("keeps-key-order")
+            .and_then(|r| self.boolean(r, "keeps-key-order"))
+            .unwrap_or(false);
+        let reads_state = get("reads-state")
+            .and_then(|r| self.boolean(r, "reads-state"))
+            .unwrap_or(false);
+        let warn = get("warn").and_then(|w| self.sentence(w, "warn"));
+        let reason = match get("reason") {
+            Some(r) => self.sentence(r, "reason"),
+            None => {
+                self.error(
+                    &codes::MISSING_FIELD,
+                    node.span,
+                    "a catalogue entry needs a `reason:` saying why the operator gets its label (it becomes the spec's comment)".into(),
+                    "no reason",
+                );
+                None
+            }
+        };
+        if self.diags.len() > before {
+            return None;
+        }
+        let line = self.index.line_col(self.text, node.span.offset).0;
+        Some(Entry {
+            classes,
+            names,
+            label: label?,
+            gate,
+            seal,
+            order,
+            replicated,
+            replicas,
+            keeps_key_order,
+            reads_state,
+            warn,
+            reason: reason?,
+            origin: format!("{}, line {line}", self.origin),
+        })
+    }
+
+    fn patterns(&mut self, node: &Node, field: &str) -> Vec<String> {
+        let items: Vec<&Node> = match &node.value {
+            Value::Seq(items) => items.iter().collect(),
+            _ => vec![node],
+        };
+        if items.is_empty() {
+            self.error(
+                &codes::INVALID_VALUE,
+                node.span,
+                format!("`{field}` needs at least one pattern"),
+                "empty list",
+            );
+        }
+        let mut out = Vec::new();
+        for item in items {
+            match item.as_str() {
+                Some(s) if !s.is_empty() && s.chars().count() <= MAX_NAME_CHARS => {
+                    out.push(s.to_string())
+                }
+                Some(_) => self.error(
+                    &codes::INVALID_VALUE,
+                    item.span,
+                    format!("a `{field}` pattern must have 1 to {MAX_NAME_CHARS} characters"),
+                    "bad pattern",
+                ),
+                None => self.error(
+                    &codes::WRONG_TYPE,
+                    item.span,
+                    format!(
+                        "a `{field}` pattern must be a string, found {}",
+                        item.describe()
+                    ),
+                    "expected a string",
+                ),
+            }
+        }
+        out
+    }
+
+    fn gate(&mut self, node: &Node) -> Option<Vec<String>> {
+        if node.as_str() == Some("*") {
+            return Some(vec!["*".to_string()]);
+        }
+        self.keys(node, "gate", true)
+    }
+
+    /// A list of attribute names; `$key` where `partition` allows it.
+    fn keys(&mut self, node: &Node, field: &str, partition: bool) -> Option<Vec<String>> {
+        let Value::Seq(items) = &node.value else {
+            let also = if field == "gate" { " or \"*\"" } else { "" };
+            self.error(
+                &codes::WRONG_TYPE,
+                node.span,
+                format!(
+                    "`{field}` must be a list of attributes{also}, found {}",
+                    node.describe()
+                ),
+                "expected a list",
+            );
+            return None;
+        };
+        if items.len() > self.limits.max_attributes {
+            self.error(
+                &codes::LIMIT,
+                node.span,
+                format!(
+                    "`{field}` has {} attributes, more than the limit of {} (--max-attributes)",
+                    items.len(),
+                    self.limits.max_attributes
+                ),
+                "too many attributes",
+            );
+            return None;
+        }
+        if items.is_empty() && field != "seal" {
+            self.error(
+                &codes::INVALID_VALUE,
+                node.span,
+                format!("`{field}` needs at least one attribute"),
+                "empty list",
+            );
+            return None;
+        }
+        let mut out: Vec<String> = Vec::new();
+        let mut ok = true;
+        for item in items {
+            let Some(s) = item.as_str() else {
+                self.error(
+                    &codes::WRONG_TYPE,
+                    item.span,
+                    format!(
+                        "an attribute in `{field}` must be a string, found {}",
+                        item.describe()
+                    ),
+                    "expected a name",
+                );
+                ok = false;
+                continue;
+            };
+            let problem = if s == PARTITION_KEY {
+                (!partition)
+                    .then_some("is the partition key, which only a gate or an order can name")
+            } else if s.is_empty() {
+                Some("is empty")
+            } else if s == "*" {
+                Some("is not an attribute (a gate of unknown partitioning is `gate: \"*\"`)")
+            } else if s.contains('.') {
+                Some("contains a dot")
+            } else if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                Some("contains whitespace or a control character")
+            } else if s.chars().count() > MAX_NAME_CHARS {
+                Some("is too long")
+            } else {
+                None
+            };
+            if let Some(p) = problem {
+                self.error(
+                    &codes::INVALID_NAME,
+                    item.span,
+                    format!("the attribute `{s}` in `{field}` {p}"),
+                    "invalid attribute",
+                );
+                ok = false;
+            } else if out.iter().any(|o| o == s) {
+                self.error(
+                    &codes::DUPLICATE,
+                    item.span,
+                    format!("the attribute `{s}` is given twice in `{field}`"),
+                    "repeated",
+                );
+                ok = false;
+            } else {
+                out.push(s.to_string());
+            }
+        }
+        ok.then_some(out)
+    }
+
+    fn boolean(&mut self, node: &Node, field: &str) -> Option<bool> {
+        match node.value {
+            Value::Bool(b) => Some(b),
+            _ => {
+                self.error(
+                    &codes::WRONG_TYPE,
+                    node.span,
+                    format!("`{field}` must be true or false, found {}", node.describe()),
+                    "expected a boolean",
+                );
+                None
+            }
+        }
+    }
+
+    /// A one-line text (newlines become spaces: it goes into a comment).
+    fn sentence(&mut self, node: &Node, field: &str) -> Option<String> {
+        match node.as_str() {
+            Some(s) if !s.trim().is_empty() => Some(one_line(s)),
+            _ => {
+                self.error(
+                    &codes::WRONG_TYPE,
+                    node.span,
+                    format!(
+                        "`{field}` must be a non-empty text, found {}",
+                        node.describe()
+                    ),
+                    "expected a text",
+                );
+                None
+            }
+        }
+    }
+}
+
+/// A text as one line of at most 1000 characters, with control characters made visible: it
+/// goes into YAML comments and messages.
+pub fn one_line(s: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in s
+        .split_whitespace()
+        .flat_map(|w| w.chars().chain([' ']))
+        .enumerate()
+    {
+        if i == 1000 {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.push_str(&format!("<U+{:04X}>", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out.trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob("KSTREAM-*", "KSTREAM-FILTER"));
+        assert!(glob("*-this-join", "orders-this-join"));
+        assert!(glob(
+            "Window(*EventTime*",
+            "Window(TumblingEventTimeWindows(5000), X)"
+        ));
+        assert!(!glob(
+            "Window(*EventTime*",
+            "Window(TumblingProcessingTimeWindows(5000))"
+        ));
+        assert!(glob("a?c", "abc"));
+        assert!(!glob("a?c", "ac"));
+        assert!(glob("*", ""));
+        assert!(!glob("", "x"));
+        assert!(glob("a*b*c", "aXXbYYc"));
+        assert!(!glob("a*b*c", "aXXbYY"));
+    }
+
+    #[test]
+    fn builtin_catalogues_are_valid() {
+        for e in Engine::ALL {
+            let c = Catalog::builtin(e).unwrap_or_else(|d| panic!("{}: {d:#?}", e.name()));
+            assert!(!c.entries.is_empty());
+        }
+    }
+}

@@ -1,0 +1,732 @@
+//! Kafka Streams: the text `Topology#describe()` prints.
+//!
+//! ```text
+//! Topologies:
+//!    Sub-topology: 0
+//!     Source: KSTREAM-SOURCE-0000000000 (topics: [lines])
+//!       --> KSTREAM-FLATMAPVALUES-0000000001
+//!     Processor: KSTREAM-FLATMAPVALUES-0000000001 (stores: [])
+//!       --> KSTREAM-SINK-0000000002
+//!       <-- KSTREAM-SOURCE-0000000000
+//!     Sink: KSTREAM-SINK-0000000002 (topic: words)
+//!       <-- KSTREAM-FLATMAPVALUES-0000000001
+//! ```
+//!
+//! Every processor becomes a component. A topic that a sink of the topology writes and a
+//! source reads (a repartition topic, or a `to`/`stream` pair) becomes a stream between them;
+//! the other topics are the spec's sources and sinks. A state store listed by several
+//! processors links the ones that write it to the ones whose entry says `reads-state`.
+//!
+//! Order: the records of one partition of a topic are totally and durably ordered, and a
+//! task processes each record through its sub-topology before the next, so a processor whose
+//! only input comes from one topic the topology does not write, through processors that keep
+//! each key's order (catalogue `keeps-key-order`), sees each key's records in an order that
+//! is the same on every replay: it gets `order: [key]`. A topic written inside the topology
+//! is written by several tasks at once; the interleaving its readers see is not replayable.
+//!
+//! Names: the class of a processor is its name without the numeric suffixes Kafka Streams
+//! adds (`KSTREAM-AGGREGATE-0000000003` is `KSTREAM-AGGREGATE`); every source is class
+//! `KSTREAM-SOURCE` and every sink `KSTREAM-SINK`, whatever their names.
+
+use std::collections::HashMap;
+
+use super::catalog::Catalog;
+use super::{Edge, External, Operator, Partition, Topology, invalid};
+use crate::codes;
+use crate::diagnostic::{Diagnostic, Span};
+use crate::spec::Limits;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Source,
+    Processor,
+    Sink,
+}
+
+struct Node {
+    kind: Kind,
+    name: String,
+    span: Span,
+    topics: Vec<(String, Span)>,
+    /// A source reading a pattern, or a sink choosing its topic per record.
+    dynamic: Option<(String, Span)>,
+    stores: Vec<(String, Span)>,
+    successors: Vec<(String, Span)>,
+    predecessors: Vec<(String, Span)>,
+    global: bool,
+}
+
+/// Lines of `text` with their offsets, without their line ends (`\n`, `\r\n`, `\r`).
+fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut start = 0;
+    let bytes = text.as_bytes();
+    std::iter::from_fn(move || {
+        if start > text.len() || (start == text.len() && start > 0) {
+            return None;
+        }
+        let rest = &bytes[start..];
+        let end = rest
+            .iter()
+            .position(|&b| b == b'\n' || b == b'\r')
+            .map_or(text.len(), |i| start + i);
+        let line = (start, &text[start..end]);
+        start = if end < text.len() && bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n') {
+            end + 2
+        } else {
+            end + 1
+        };
+        Some(line)
+    })
+}
+
+/// The items of a `[a, b]` list (or a `a, b` list), with their spans; `offset` is where
+/// `s` starts in the file.
+fn items(s: &str, offset: usize) -> Vec<(String, Span)> {
+    let (inner, at) = match s.trim().strip_prefix('[') {
+        Some(rest) => {
+            let lead = s.len() - s.trim_start().len() + 1;
+            (rest.strip_suffix(']').unwrap_or(rest), offset + lead)
+        }
+        None => (s, offset),
+    };
+    let mut out = Vec::new();
+    let mut pos = 0;
+    for part in inner.split(',') {
+        let lead = part.len() - part.trim_start().len();
+        let name = part.trim();
+        if !name.is_empty() {
+            out.push((name.to_string(), Span::new(at + pos + lead, name.len())));
+        }
+        pos += part.len() + 1;
+    }
+    out
+}
+
+/// The class a processor's name stands for: without the numeric suffixes.
+pub fn class_of(name: &str) -> String {
+    let mut s = name;
+    while let Some(i) = s.rfind('-') {
+        let tail = &s[i + 1..];
+        if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) && i > 0 {
+            s = &s[..i];
+        } else {
+            break;
+        }
+    }
+    s.to_string()
+}
+
+/// If the text is a describe output written as a Java string (a log line, a test's expected
+/// value: one line with `\n` escapes, maybe quoted), its decoded text and, for each decoded
+/// byte, the offset in the file it came from.
+fn java_string(text: &str) -> Option<(String, Vec<usize>)> {
+    let trimmed = text.trim();
+    if trimmed.contains('\n') || !trimmed.contains("\\n") {
+        return None;
+    }
+    let start = text.len() - text.trim_start().len();
+    let body_start = start + usize::from(trimmed.starts_with('"'));
+    let body_end = start + trimmed.len() - usize::from(trimmed.len() > 1 && trimmed.ends_with('"'));
+    let body = &text[body_start..body_end.max(body_start)];
+    let mut out = String::new();
+    let mut at = Vec::new();
+    let mut chars = body.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let from = body_start + i;
+        let decoded = if c == '\\' {
+            match chars.next() {
+                Some((_, 'n')) => '\n',
+                Some((_, 'r')) => '\r',
+                Some((_, 't')) => '\t',
+                Some((_, '"')) => '"',
+                Some((_, '\'')) => '\'',
+                Some((_, '\\')) => '\\',
+                Some((j, 'u')) => {
+                    let hex = body.get(j + 1..j + 5).unwrap_or("");
+                    match u32::from_str_radix(hex, 16).ok().and_then(char::from_u32) {
+                        Some(d) if hex.len() == 4 => {
+                            for _ in 0..4 {
+                                chars.next();
+                            }
+                            d
+                        }
+                        _ => '\u{fffd}',
+                    }
+                }
+                Some((_, other)) => other,
+                None => '\\',
+            }
+        } else {
+            c
+        };
+        for _ in 0..decoded.len_utf8() {
+            at.push(from);
+        }
+        out.push(decoded);
+    }
+    at.push(body_end);
+    Some((out, at))
+}
+
+/// Maps a span of the decoded text to the file.
+fn back(at: &[usize], span: Span) -> Span {
+    let start = at[span.offset.min(at.len() - 1)];
+    let end = at[span.end().min(at.len() - 1)];
+    Span::new(start, end.saturating_sub(start))
+}
+
+/// Parses a describe text.
+pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
+    match java_string(text) {
+        None => parse_plain(text, limits),
+        Some((decoded, at)) => {
+            let fix = |d: &mut Diagnostic| {
+                if let Some(p) = &mut d.primary {
+                    p.span = back(&at, p.span);
+                }
+                for n in &mut d.related {
+                    n.span = back(&at, n.span);
+                }
+            };
+            match parse_plain(&decoded, limits) {
+                Err(mut ds) => {
+                    ds.iter_mut().for_each(fix);
+                    Err(ds)
+                }
+                Ok(mut t) => {
+                    for op in &mut t.operators {
+                        op.span = back(&at, op.span);
+                        for x in op.reads.iter_mut().chain(&mut op.writes) {
+                            x.span = back(&at, x.span);
+                        }
+                    }
+                    for e in &mut t.edges {
+                        e.span = back(&at, e.span);
+                    }
+                    for s in &mut t.stores {
+                        s.2 = back(&at, s.2);
+                    }
+                    t.warnings.iter_mut().for_each(fix);
+                    Ok(t)
+                }
+            }
+        }
+    }
+}
+
+fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
+    let mut errors: Vec<Diagnostic> = Vec::new();
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut global = false;
+    let mut defined: HashMap<String, Span> = HashMap::new();
+    for (offset, raw) in lines(text) {
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let lead = raw.len() - raw.trim_start().len();
+        let at = offset + lead;
+        if line == "Topologies:" || line == "Topology:" {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("Sub-topology:") {
+            global = rest.contains("for global store");
+            continue;
+        }
+        let (kind, rest, skip) = if let Some(r) = line.strip_prefix("Source:") {
+            (Some(Kind::Source), r, "Source:".len())
+        } else if let Some(r) = line.strip_prefix("Processor:") {
+            (Some(Kind::Processor), r, "Processor:".len())
+        } else if let Some(r) = line.strip_prefix("Sink:") {
+            (Some(Kind::Sink), r, "Sink:".len())
+        } else {
+            (None, line, 0)
+        };
+        if let Some(kind) = kind {
+            if nodes.len() >= limits.max_components {
+                errors.push(
+                    Diagnostic::new(
+                        &codes::LIMIT,
+                        format!(
+                            "the topology has more than {} processors, the limit (--max-components)",
+                            limits.max_components
+                        ),
+                    )
+                    .at(Span::new(at, 0), "limit reached here")
+                    .help("if this file is trusted, raise the limit with --max-components N"),
+                );
+                // The processors past the limit are not read: the edges that name them
+                // would only repeat it.
+                return Err(errors);
+            }
+            let lead_name = rest.len() - rest.trim_start().len();
+            let rest_at = at + skip + lead_name;
+            let rest = rest.trim_start();
+            // `NAME (details)`: the details are the last parenthesised group.
+            let (name, details) = match rest.rfind(" (") {
+                Some(i) if rest.ends_with(')') => (
+                    &rest[..i],
+                    Some((&rest[i + 2..rest.len() - 1], rest_at + i + 2)),
+                ),
+                _ => (rest, None),
+            };
+            let name = name.trim_end();
+            if details.is_none()
+                && let Some(open) = rest.find(" (")
+            {
+                errors.push(invalid(
+                    Span::new(rest_at + open + 1, rest.len() - open - 1),
+                    format!("the `(` after `{}` is never closed", &rest[..open]),
+                    "unclosed",
+                ));
+                continue;
+            }
+            if name.is_empty() {
+                errors.push(invalid(
+                    Span::new(at, line.len()),
+                    "a processor line names no processor",
+                    "no name",
+                ));
+                continue;
+            }
+            let span = Span::new(rest_at, name.len());
+            let mut node = Node {
+                kind,
+                name: name.to_string(),
+                span,
+                topics: Vec::new(),
+                dynamic: None,
+                stores: Vec::new(),
+                successors: Vec::new(),
+                predecessors: Vec::new(),
+                global,
+            };
+            if let Some((d, d_at)) = details {
+                let (key, value, v_at) = match d.find(':') {
+                    Some(i) => {
+                        let v = &d[i + 1..];
+                        (d[..i].trim(), v, d_at + i + 1)
+                    }
+                    None => (d.trim(), "", d_at),
+                };
+                match (kind, key) {
+                    (Kind::Source, "topics") => node.topics = items(value, v_at),
+                    (Kind::Source, "topicPattern") => {
+                        node.dynamic =
+                            Some((value.trim().to_string(), Span::new(v_at, value.len())))
+                    }
+                    (Kind::Processor, "stores") => node.stores = items(value, v_at),
+                    (Kind::Sink, "topic") => {
+                        node.topics = items(value, v_at).into_iter().take(1).collect()
+                    }
+                    (Kind::Sink, _) => {
+                        node.dynamic = Some((d.trim().to_string(), Span::new(d_at, d.len())))
+                    }
+                    _ => errors.push(invalid(
+                        Span::new(d_at, d.len()),
+                        format!("unexpected `({d})` after a {} name", kind_word(kind)),
+                        "not understood",
+                    )),
+                }
+            }
+            if kind == Kind::Source && node.topics.is_empty() && node.dynamic.is_none() {
+                errors.push(invalid(
+                    span,
+                    format!("source `{name}` reads no topic (expected `(topics: [...])`)"),
+                    "no topics",
+                ));
+            }
+            if let Some(first) = defined.get(name) {
+                errors.push(
+                    invalid(
+                        span,
+                        format!("processor `{name}` is described twice"),
+                        "second description",
+                    )
+                    .related(*first, "first description"),
+                );
+                continue;
+            }
+            defined.insert(name.to_string(), span);
+            nodes.push(node);
+            continue;
+        }
+        if let Some(list) = line
+            .strip_prefix("-->")
+            .or_else(|| line.strip_prefix("<--"))
+        {
+            let forward = line.starts_with("-->");
+            let Some(node) = nodes.last_mut() else {
+                errors.push(invalid(
+                    Span::new(at, line.len()),
+                    "an edge line (`-->` or `<--`) before any processor",
+                    "no processor above",
+                ));
+                continue;
+            };
+            let names: Vec<(String, Span)> = items(list, at + 3)
+                .into_iter()
+                .filter(|(n, _)| n != "none")
+                .collect();
+            if forward {
+                node.successors.extend(names);
+            } else {
+                node.predecessors.extend(names);
+            }
+            continue;
+        }
+        let word = line.split_whitespace().next().unwrap_or(line);
+        errors.push(
+            invalid(
+                Span::new(at, word.len()),
+                format!(
+                    "a line of a Kafka Streams topology description starts with `Sub-topology:`, `Source:`, `Processor:`, `Sink:`, `-->` or `<--`, not `{}`",
+                    word.chars().take(40).collect::<String>()
+                ),
+                "not understood",
+            )
+            .help("give `blazes import kafka-streams` the text of `topology.describe().toString()`"),
+        );
+        if errors.len() >= 100 {
+            break;
+        }
+    }
+    if nodes.is_empty() && errors.is_empty() {
+        errors.push(invalid(
+            Span::new(0, 0),
+            "the file describes no processor; expected the text of `Topology#describe()`",
+            "nothing to import",
+        ));
+    }
+    let index: HashMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
+    let mut edges: Vec<Edge> = Vec::new();
+    let mut seen: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
+    for (i, n) in nodes.iter().enumerate() {
+        let both = n
+            .successors
+            .iter()
+            .map(|s| (s, true))
+            .chain(n.predecessors.iter().map(|p| (p, false)));
+        for ((other, span), forward) in both {
+            let Some(&j) = index.get(other.as_str()) else {
+                errors.push(invalid(
+                    *span,
+                    format!("`{other}` is not a processor of this topology"),
+                    "unknown processor",
+                ));
+                continue;
+            };
+            let (from, to) = if forward { (i, j) } else { (j, i) };
+            if seen.insert((from, to)) {
+                edges.push(Edge {
+                    from,
+                    to,
+                    input: "in".into(),
+                    partition: Partition::Keys(vec!["key".into()]),
+                    via: None,
+                    store: None,
+                    span: *span,
+                });
+            }
+        }
+    }
+    // Kafka Streams names the processor of the side that emits unmatched records of a left
+    // join JOINTHIS, like an inner join's; its partner is then OUTEROTHER. So a join whose
+    // partner (the other input of their merge) is an OUTER processor is outer on both sides.
+    let mut outer: std::collections::HashSet<usize> = std::collections::HashSet::new();
+    {
+        let mut preds: HashMap<usize, Vec<usize>> = HashMap::new();
+        let mut succs: HashMap<usize, Vec<usize>> = HashMap::new();
+        for e in &edges {
+            preds.entry(e.to).or_default().push(e.from);
+            succs.entry(e.from).or_default().push(e.to);
+        }
+        for (i, n) in nodes.iter().enumerate() {
+            let class = class_of(&n.name);
+            if class != "KSTREAM-JOINTHIS" && class != "KSTREAM-JOINOTHER" {
+                continue;
+            }
+            let next = succs.get(&i).map_or(&[][..], Vec::as_slice);
+            let partner_outer = next.iter().take(4).any(|s| {
+                preds.get(s).is_some_and(|ps| {
+                    ps.len() <= 8
+                        && ps
+                            .iter()
+                            .any(|&p| class_of(&nodes[p].name).starts_with("KSTREAM-OUTER"))
+                })
+            });
+            if partner_outer {
+                outer.insert(i);
+            }
+        }
+    }
+    if edges.len() > limits.max_streams {
+        errors.push(invalid(
+            Span::new(0, 0),
+            format!(
+                "the topology has {} edges, more than the limit of {} (--max-streams)",
+                edges.len(),
+                limits.max_streams
+            ),
+            "too many edges",
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    // Topics written by a sink of the topology and read by a source: internal.
+    let mut writers: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if n.kind == Kind::Sink {
+            for (t, _) in &n.topics {
+                writers.entry(t.as_str()).or_default().push(i);
+            }
+        }
+    }
+    let mut readers: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut operators: Vec<Operator> = Vec::with_capacity(nodes.len());
+    for (i, n) in nodes.iter().enumerate() {
+        let class = match n.kind {
+            Kind::Source => "KSTREAM-SOURCE".to_string(),
+            Kind::Sink => "KSTREAM-SINK".to_string(),
+            Kind::Processor if outer.contains(&i) => {
+                class_of(&n.name).replace("KSTREAM-JOIN", "KSTREAM-OUTER")
+            }
+            Kind::Processor => class_of(&n.name),
+        };
+        let mut op = Operator::new(n.name.clone(), class, kind_word(n.kind), n.span);
+        if n.global {
+            op.replicated = Some(
+                "in a global-store sub-topology: every application instance reads every partition and keeps the whole store".into(),
+            );
+        }
+        if n.kind == Kind::Source {
+            for (t, span) in &n.topics {
+                readers.insert(t);
+                match writers.get(t.as_str()) {
+                    Some(ws) => {
+                        for &w in ws {
+                            let kind = if t.ends_with("-repartition") {
+                                "repartition topic"
+                            } else {
+                                "topic"
+                            };
+                            edges.push(Edge {
+                                from: w,
+                                to: i,
+                                input: "in".into(),
+                                partition: Partition::Keys(vec!["key".into()]),
+                                via: Some(format!(
+                                    "{kind} `{t}`, written by this topology's tasks: its readers see their records interleaved in no replayable order"
+                                )),
+                                store: None,
+                                span: *span,
+                            });
+                        }
+                    }
+                    None => op.reads.push(External {
+                        name: t.clone(),
+                        what: format!("topic `{t}`"),
+                        span: *span,
+                    }),
+                }
+            }
+            if let Some((p, span)) = &n.dynamic {
+                op.reads.push(External {
+                    name: format!("pattern-{p}"),
+                    what: format!("the topics matching `{p}`"),
+                    span: *span,
+                });
+            }
+        }
+        operators.push(op);
+    }
+    for (i, n) in nodes.iter().enumerate() {
+        if n.kind != Kind::Sink {
+            continue;
+        }
+        for (t, span) in &n.topics {
+            if !readers.contains(t.as_str()) {
+                operators[i].writes.push(External {
+                    name: t.clone(),
+                    what: format!("topic `{t}`"),
+                    span: *span,
+                });
+            }
+        }
+        if let Some((d, span)) = &n.dynamic {
+            operators[i].writes.push(External {
+                name: format!("{}-topics", n.name),
+                what: format!("topics chosen per record ({d})"),
+                span: *span,
+            });
+        }
+    }
+    let stores = nodes
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| n.stores.iter().map(move |(s, span)| (i, s.clone(), *span)))
+        .collect();
+    Ok(Topology {
+        name: None,
+        operators,
+        edges,
+        stores,
+        warnings: Vec::new(),
+    })
+}
+
+fn kind_word(k: Kind) -> &'static str {
+    match k {
+        Kind::Source => "source",
+        Kind::Processor => "processor",
+        Kind::Sink => "sink",
+    }
+}
+
+/// Links the processors that read a store to the ones that write it, and gives `order:
+/// [key]` to the processors that see a topic partition's order (see the module's doc).
+/// Store links count against the edge limit: a store listed by many processors links each
+/// reader to each writer.
+pub fn derive_orders(
+    topology: &mut Topology,
+    catalog: &Catalog,
+    entries: &[Option<usize>],
+    limits: &Limits,
+) -> Result<(), Vec<Diagnostic>> {
+    let entry = |i: usize| entries[i].map(|e| &catalog.entries[e]);
+    // The writers of each store: the processors listing it that do not only read it.
+    let mut writers: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, s, _) in &topology.stores {
+        if !entry(*i).is_some_and(|e| e.reads_state) {
+            writers.entry(s.as_str()).or_default().push(*i);
+        }
+    }
+    let mut store_edges = Vec::new();
+    for (i, s, span) in &topology.stores {
+        if !entry(*i).is_some_and(|e| e.reads_state) {
+            continue;
+        }
+        for &w in writers.get(s.as_str()).map_or(&[][..], Vec::as_slice) {
+            if w != *i {
+                let iface: String = s
+                    .chars()
+                    .map(|c| {
+                        if c.is_alphanumeric() || c == '-' || c == '_' {
+                            c
+                        } else {
+                            '_'
+                        }
+                    })
+                    .take(120)
+                    .collect();
+                if topology.edges.len() + store_edges.len() >= limits.max_streams {
+                    return Err(vec![
+                        Diagnostic::new(
+                            &codes::LIMIT,
+                            format!(
+                                "linking the readers of store `{s}` to its writers makes more than {} edges, the limit (--max-streams)",
+                                limits.max_streams
+                            ),
+                        )
+                        .at(*span, "limit reached here")
+                        .help("if this file is trusted, raise the limit with --max-streams N"),
+                    ]);
+                }
+                store_edges.push(Edge {
+                    from: w,
+                    to: *i,
+                    input: format!("store-{iface}"),
+                    partition: Partition::Keys(vec!["key".into()]),
+                    via: Some(format!("state store `{s}`")),
+                    store: Some(s.clone()),
+                    span: *span,
+                });
+            }
+        }
+    }
+    topology.edges.extend(store_edges);
+
+    let n = topology.operators.len();
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for e in &topology.edges {
+        preds[e.to].push(e.from);
+        succs[e.from].push(e.to);
+    }
+    // Which topic's partition order each operator's input has, upstream first (Kahn's order;
+    // operators on a cycle are never reached and get none).
+    let mut ordered: Vec<Option<(String, usize)>> = vec![None; n];
+    let mut pending: Vec<usize> = preds.iter().map(Vec::len).collect();
+    let mut queue: std::collections::VecDeque<usize> =
+        (0..n).filter(|&i| pending[i] == 0).collect();
+    while let Some(i) = queue.pop_front() {
+        let op = &topology.operators[i];
+        ordered[i] = match (preds[i].as_slice(), op.reads.as_slice()) {
+            ([], [one]) if op.class == "KSTREAM-SOURCE" && !one.name.starts_with("pattern-") => {
+                Some((one.name.clone(), 0))
+            }
+            ([p], []) if entry(*p).is_some_and(|e| e.keeps_key_order) => {
+                ordered[*p].as_ref().map(|(t, hops)| (t.clone(), hops + 1))
+            }
+            _ => None,
+        };
+        for &s in &succs[i] {
+            pending[s] -= 1;
+            if pending[s] == 0 {
+                queue.push_back(s);
+            }
+        }
+    }
+    for (i, o) in ordered.into_iter().enumerate() {
+        if let Some((topic, hops)) = o {
+            let through = match hops {
+                0 => "directly".to_string(),
+                1 => "through 1 processor that keeps each key's order".to_string(),
+                h => format!("through {h} processors that keep each key's order"),
+            };
+            topology.operators[i].order = Some((
+                vec!["key".into()],
+                format!(
+                    "its records come from topic `{topic}` alone, {through}: each key's records arrive in the partition's order, which is durable and the same on every replay"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_drop_numeric_suffixes() {
+        assert_eq!(
+            class_of("KSTREAM-AGGREGATE-0000000003"),
+            "KSTREAM-AGGREGATE"
+        );
+        assert_eq!(class_of("KSTREAM-BRANCH-0000000001-0"), "KSTREAM-BRANCH");
+        assert_eq!(class_of("orders-this-join"), "orders-this-join");
+        assert_eq!(class_of("-1"), "-1");
+    }
+
+    #[test]
+    fn lines_end_at_lf_crlf_and_cr() {
+        let v: Vec<_> = lines("a\r\nb\rc\nd").collect();
+        assert_eq!(v, [(0, "a"), (3, "b"), (5, "c"), (7, "d")]);
+    }
+
+    #[test]
+    fn a_java_string_is_decoded_with_its_offsets() {
+        let (s, at) = java_string(r#""Topologies:\n  Source: A (topics: [t\u00e9])\n""#).unwrap();
+        assert!(s.starts_with("Topologies:\n  Source: A"));
+        assert!(s.contains("té"));
+        let a = s.find("A (").unwrap();
+        assert_eq!(at[a], r#""Topologies:\n  Source: "#.len());
+    }
+}

@@ -1,0 +1,307 @@
+//! Importing the topologies that stream engines print: a Kafka Streams `Topology#describe()`
+//! text, a Flink `getExecutionPlan()` JSON, a Storm Flux YAML file.
+//!
+//! Each engine's module parses its format into a [`Topology`] (operators located in the file,
+//! edges with how they partition records); [`catalog`] says what each operator does, as an
+//! annotation, a gate, seals, order and replication, from the engine's built-in catalogue and
+//! the user's; `emit` writes the result as a spec (YAML text with a comment on every
+//! annotation naming the catalogue entry that produced it) together with a [`SourceMap`]
+//! from spans of the spec to spans of the file. [`check_imported`] analyses the spec like any
+//! other and moves every location of the report back into the file, so that every output
+//! format points at the processor's line in what the user gave.
+//!
+//! Like the rest of the core, this does no IO: the CLI reads the files.
+
+pub mod catalog;
+mod emit;
+pub mod flink;
+pub mod kafka_streams;
+mod remap;
+pub mod storm_flux;
+
+use crate::check::{self, FileReport, Options, Outcome};
+use crate::codes;
+use crate::diagnostic::{self, Diagnostic, Span};
+use crate::spec::Limits;
+
+pub use catalog::Catalog;
+pub use emit::SourceMap;
+
+/// The engines whose topologies `blazes import` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Engine {
+    KafkaStreams,
+    Flink,
+    StormFlux,
+}
+
+impl Engine {
+    pub const ALL: [Engine; 3] = [Engine::KafkaStreams, Engine::Flink, Engine::StormFlux];
+
+    /// The name on the command line and in catalogues.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::KafkaStreams => "kafka-streams",
+            Engine::Flink => "flink",
+            Engine::StormFlux => "storm-flux",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Engine> {
+        Engine::ALL.into_iter().find(|e| e.name() == s)
+    }
+
+    /// The built-in catalogue, in the same format as a user's.
+    pub fn builtin_catalog(self) -> &'static str {
+        match self {
+            Engine::KafkaStreams => include_str!("catalogs/kafka-streams.yaml"),
+            Engine::Flink => include_str!("catalogs/flink.yaml"),
+            Engine::StormFlux => include_str!("catalogs/storm-flux.yaml"),
+        }
+    }
+}
+
+/// How an edge spreads the records it carries over the instances of its consumer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Partition {
+    /// By these attributes: a Storm FIELDS grouping, the record key of Kafka Streams.
+    Keys(Vec<String>),
+    /// By a key the topology does not name: a Flink HASH shipment (a `keyBy`).
+    UnnamedKey,
+    /// Not by key: shuffle, rebalance, forward, global, ...
+    None,
+    /// Every instance receives every record: Storm ALL, Flink BROADCAST.
+    All,
+}
+
+/// Something outside the topology that an operator reads or writes (a topic, a source system).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct External {
+    /// The name the spec gives it, before sanitising.
+    pub name: String,
+    /// What it is, for comments: "topic `words`".
+    pub what: String,
+    pub span: Span,
+}
+
+/// One operator (processor, node, spout or bolt) of a topology.
+#[derive(Clone, Debug)]
+pub struct Operator {
+    /// The engine's name or id of the operator: what catalogue `name:` patterns match.
+    pub name: String,
+    /// What catalogue `class:` patterns match: the processor type of Kafka Streams (its name
+    /// without the numeric suffix), the node type of Flink, the class name of Storm.
+    pub class: String,
+    /// What the engine calls it, for messages: "processor", "operator", "bolt", ...
+    pub kind: &'static str,
+    /// Where the operator is named in the file.
+    pub span: Span,
+    /// External inputs (topics, sources) it reads.
+    pub reads: Vec<External>,
+    /// External outputs (topics) it writes.
+    pub writes: Vec<External>,
+    /// Instances, when the topology says.
+    pub parallelism: Option<u64>,
+    /// Replicated by the engine itself (a Kafka Streams global store), with the reason.
+    pub replicated: Option<String>,
+    /// A keyed order the engine provides (the partition order of a Kafka topic), with the
+    /// reason; set by the engine's module once the catalogue entries are known.
+    pub order: Option<(Vec<String>, String)>,
+}
+
+impl Operator {
+    pub fn new(name: String, class: String, kind: &'static str, span: Span) -> Self {
+        Operator {
+            name,
+            class,
+            kind,
+            span,
+            reads: Vec::new(),
+            writes: Vec::new(),
+            parallelism: None,
+            replicated: None,
+            order: None,
+        }
+    }
+}
+
+/// A flow of records from one operator's output to another's input.
+#[derive(Clone, Debug)]
+pub struct Edge {
+    pub from: usize,
+    pub to: usize,
+    /// The input interface of `to` it arrives at.
+    pub input: String,
+    pub partition: Partition,
+    /// What carries it, for comments ("repartition topic `x`"), when not a direct edge.
+    pub via: Option<String>,
+    /// A state store `to` reads and `from` writes (Kafka Streams): the path it feeds is `CW`.
+    pub store: Option<String>,
+    pub span: Span,
+}
+
+/// A topology as an engine's module parsed it.
+#[derive(Clone, Debug, Default)]
+pub struct Topology {
+    pub name: Option<String>,
+    pub operators: Vec<Operator>,
+    pub edges: Vec<Edge>,
+    /// The state stores each operator lists, with where (Kafka Streams).
+    pub stores: Vec<(usize, String, Span)>,
+    /// Warnings of the parse (located in the file).
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// A topology turned into a spec.
+#[derive(Debug)]
+pub struct Imported {
+    /// The spec, YAML text.
+    pub spec: String,
+    /// Spans of `spec` to spans of the topology file.
+    pub map: SourceMap,
+    /// The importer's warnings (unknown operators, missing information), located in the file.
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// An invalid topology diagnostic (I003) at `span`.
+pub(crate) fn invalid(span: Span, message: impl Into<String>, label: &'static str) -> Diagnostic {
+    Diagnostic::new(&codes::INVALID_TOPOLOGY, message).at(span, label)
+}
+
+/// Parses `text` as a topology of `engine` and writes it as a spec annotated from `catalog`.
+/// `name` is the spec's name when the topology has none (the file stem). Errors are every
+/// problem of the file, located in it.
+pub fn import(
+    engine: Engine,
+    text: &str,
+    catalog: &Catalog,
+    name: &str,
+    limits: &Limits,
+) -> Result<Imported, Vec<Diagnostic>> {
+    let mut topology = match engine {
+        Engine::KafkaStreams => kafka_streams::parse(text, limits)?,
+        Engine::Flink => flink::parse(text, limits)?,
+        Engine::StormFlux => storm_flux::parse(text, limits)?,
+    };
+    let entries: Vec<Option<usize>> = {
+        let mut lookup = catalog.lookup();
+        topology
+            .operators
+            .iter()
+            .map(|op| lookup.find(prefix(&op.class), prefix(&op.name)))
+            .collect()
+    };
+    if engine == Engine::KafkaStreams {
+        kafka_streams::derive_orders(&mut topology, catalog, &entries, limits)?;
+    }
+    let name = topology.name.clone().unwrap_or_else(|| name.to_string());
+    Ok(emit::emit(engine, &topology, catalog, &entries, &name))
+}
+
+/// What catalogue patterns are matched against: at most the first 4096 bytes of a class or
+/// name (a Flink SQL operator's description can be long; a hostile one, megabytes).
+fn prefix(s: &str) -> &str {
+    let mut end = s.len().min(4096);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Bytes of a topology file as text: the reasons it cannot be (not UTF-8) are I003 errors.
+pub fn decode(bytes: &[u8], limits: &Limits) -> Result<String, Vec<Diagnostic>> {
+    if bytes.len() > limits.max_bytes {
+        return Err(vec![
+            Diagnostic::new(
+                &codes::LIMIT,
+                format!(
+                    "the file is larger than the limit of {} bytes (--max-file-size)",
+                    limits.max_bytes
+                ),
+            )
+            .at(Span::new(0, 0), "file too large")
+            .help("if this file is trusted, raise the limit with --max-file-size BYTES"),
+        ]);
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Ok(s.strip_prefix('\u{feff}').map_or_else(
+            || s.to_string(),
+            // Spans must stay offsets of the text the reports show: a BOM becomes a space.
+            |rest| format!("   {rest}"),
+        )),
+        Err(e) => {
+            let at = e.valid_up_to();
+            Err(vec![
+                Diagnostic::new(
+                    &codes::NOT_UTF8,
+                    format!("the file is not UTF-8 text: byte {at} is not valid UTF-8"),
+                )
+                .at(Span::new(at, 0), "not UTF-8"),
+            ])
+        }
+    }
+}
+
+/// Reads a topology file's bytes, imports it and analyses the spec, and returns a report
+/// located in the file: `path` and `text` are the file's, and every span points into it.
+/// `catalog` must be valid (see [`Catalog::load`]).
+pub fn check_imported(
+    engine: Engine,
+    path: &str,
+    bytes: Vec<u8>,
+    catalog: &Catalog,
+    options: &Options,
+) -> FileReport {
+    let text = match decode(&bytes, &options.limits) {
+        Ok(t) => t,
+        Err(diags) => {
+            return FileReport {
+                path: path.to_string(),
+                text: String::from_utf8_lossy(&bytes).into_owned(),
+                outcome: Outcome::Invalid(diags),
+            };
+        }
+    };
+    drop(bytes);
+    let imported = match import(engine, &text, catalog, &stem(path), &options.limits) {
+        Ok(i) => i,
+        Err(mut diags) => {
+            diagnostic::sort(&mut diags);
+            return FileReport {
+                path: path.to_string(),
+                text,
+                outcome: Outcome::Invalid(diags),
+            };
+        }
+    };
+    // The file was bounded when it was read; the spec written from it is linear in it.
+    let spec_options = Options {
+        limits: Limits {
+            max_bytes: usize::MAX,
+            ..options.limits.clone()
+        },
+        ..options.clone()
+    };
+    let mut report = check::check_owned(path, imported.spec.into_bytes(), &spec_options);
+    remap::into_file(&mut report, &imported.map, text);
+    let diags = match &mut report.outcome {
+        Outcome::Invalid(d) => d,
+        Outcome::Analysed(a) => &mut a.diagnostics,
+    };
+    diags.extend(imported.warnings);
+    diagnostic::sort(diags);
+    report
+}
+
+/// The spec's name when the topology has none: the file stem (`stdin` for standard input).
+pub fn stem(path: &str) -> String {
+    if path == "<stdin>" {
+        return "stdin".to_string();
+    }
+    std::path::Path::new(path)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .map(|s| s.split('.').next().unwrap_or(s).to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "topology".to_string())
+}
