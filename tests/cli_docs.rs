@@ -201,6 +201,8 @@ fn bash_loads_the_completions_and_completes() {
     for c in [
         "check",
         "plan",
+        "deploy",
+        "simulate",
         "render",
         "explain",
         "gen",
@@ -248,6 +250,8 @@ fn every_shell_gets_a_script_naming_every_command() {
         for c in [
             "check",
             "plan",
+            "deploy",
+            "simulate",
             "render",
             "explain",
             "import",
@@ -300,6 +304,8 @@ fn man_pages_render_without_warnings() {
         "render",
         "explain",
         "plan",
+        "deploy",
+        "simulate",
         "gen",
         "import",
         "completions",
@@ -320,6 +326,8 @@ fn man_pages_render_without_warnings() {
         "render",
         "explain",
         "plan",
+        "deploy",
+        "simulate",
         "gen",
         "import",
         "completions",
@@ -349,7 +357,7 @@ fn man_of_an_unknown_command_is_a_usage_error() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         stderr(&o),
-        "error: `chek` is not a blazes command (did you mean `check`?); the commands are: check, render, explain, plan, simulate, gen, import, completions, man\n"
+        "error: `chek` is not a blazes command (did you mean `check`?); the commands are: check, render, explain, plan, simulate, deploy, gen, import, completions, man\n"
     );
     assert!(stdout(&o).is_empty());
 }

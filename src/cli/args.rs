@@ -73,6 +73,20 @@ pub(crate) enum Command {
     /// sink observed is within its tolerance, 1 when a witness shows a sink beyond it, 2 when
     /// a spec cannot be read or is invalid, or the usage is wrong.
     Simulate(SimulateArgs),
+    /// Create on a NATS JetStream server the streams and buckets a spec's plan needs (with
+    /// `--dry-run`, print them).
+    ///
+    /// The spec is planned as `blazes plan` does; the runtime reads the plan document and
+    /// derives, per mechanism, the objects the JetStream mechanisms open, named after the
+    /// spec. A second deployment of the same plan changes nothing; when the server holds an
+    /// object of the plan with another configuration, or an object of this spec no mechanism
+    /// uses any more, nothing is changed and the differences are reported.
+    ///
+    /// Exit status: 0 when the objects exist as planned (created or already there), 1 when
+    /// the server differs from the plan or the plan cannot repair the spec, 2 when the spec is
+    /// invalid, the usage is wrong, the server cannot be reached, or this binary was built
+    /// without the `nats` feature.
+    Deploy(super::deploy::DeployArgs),
     /// Write a random, valid spec of a given size (for benchmarks and stress tests).
     Gen(GenArgs),
     /// Turn a topology a stream engine prints into an annotated spec: a Kafka Streams

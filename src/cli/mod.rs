@@ -8,6 +8,7 @@
 
 mod args;
 mod check;
+mod deploy;
 mod explain;
 mod generate;
 mod import;
@@ -74,6 +75,7 @@ pub fn run() -> i32 {
         Command::Explain { code } => explain::run(code.as_deref()),
         Command::Plan(args) => plan::run(args),
         Command::Simulate(args) => simulate::run(args),
+        Command::Deploy(args) => deploy::run(args),
         Command::Gen(args) => generate::run(args),
         Command::Import(args) => import::run(args),
         Command::Completions { shell } => man::run_completions(*shell),

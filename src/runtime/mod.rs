@@ -21,6 +21,7 @@
 
 pub mod barrier;
 pub mod dedup;
+pub mod deploy;
 pub mod log;
 #[cfg(feature = "nats")]
 pub mod nats;

@@ -26,6 +26,7 @@
 //! file, nkey, user and password, TLS). `docs/runtime.md` lists the permissions each role needs.
 
 pub mod barrier;
+pub mod deploy;
 pub mod sequencer;
 pub mod session;
 pub mod smr;

@@ -1,0 +1,188 @@
+//! `blazes deploy`: plans a spec, hands the plan document to the runtime, and prints (with
+//! `--dry-run`) or creates the engine objects its mechanisms need.
+//!
+//! The runtime reads the plan as `blazes plan --format json` writes it, never the analyzer's
+//! types: this module is the one place where the two meet.
+
+use std::path::PathBuf;
+
+use super::args::{LimitArgs, MechanismArg};
+use super::io::{check_file, use_color};
+use super::usage_error;
+use crate::check::{EXIT_CLEAN, EXIT_FINDINGS, EXIT_INVALID, Options, Outcome};
+use crate::report;
+use crate::runtime::deploy::{self, DeployError, Deployment};
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct DeployArgs {
+    /// The spec whose plan to deploy; `-` reads standard input.
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    /// The NATS server (`nats://host:4222`) whose JetStream gets the objects; several URLs
+    /// of one cluster are separated by commas.
+    #[arg(long, value_name = "URL")]
+    pub nats: Option<String>,
+    /// Print the engine objects of the plan instead of creating them (no server needed).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Raft replicas of every stream and bucket (3 for a 3-node cluster, 1 for one server).
+    #[arg(long, value_name = "N", default_value_t = deploy::DEFAULT_REPLICAS as u8,
+          value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub replicas: u8,
+    /// Mechanisms the plan may use, comma-separated (as `blazes plan --allow`).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_values_t = [MechanismArg::Seal, MechanismArg::Keyed, MechanismArg::Global]
+    )]
+    pub allow: Vec<MechanismArg>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// The deployment of `args.spec`'s plan, or the exit status of why there is none (the reason
+/// already printed).
+fn deployment(args: &DeployArgs) -> Result<Deployment, i32> {
+    let options = Options {
+        limits: args.limits.limits(),
+        ..Options::default()
+    };
+    let report = check_file(&args.spec, &options);
+    let Outcome::Analysed(a) = &report.outcome else {
+        let text = report::human::render(
+            std::slice::from_ref(&report),
+            report::human::Style {
+                color: use_color(super::args::Color::Auto, &std::io::stderr()),
+                ..Default::default()
+            },
+        );
+        eprint!("{text}");
+        return Err(EXIT_INVALID);
+    };
+    let plan_options = crate::plan::Options {
+        fail_on: options.fail_on,
+        allowed: crate::plan::Allowed {
+            seal: args.allow.contains(&MechanismArg::Seal),
+            keyed: args.allow.contains(&MechanismArg::Keyed),
+            global: args.allow.contains(&MechanismArg::Global),
+        },
+        ..crate::plan::Options::default()
+    };
+    let plan = crate::plan::plan(&a.dataflow, &plan_options);
+    let document = report::plan_json::render(&report.path, plan.named(&a.dataflow));
+    let derived = deploy::read_plan(&document).and_then(|files| {
+        let file = files
+            .first()
+            .ok_or_else(|| DeployError::Json("the plan document lists no spec".into()))?;
+        deploy::derive(file, usize::from(args.replicas))
+    });
+    derived.map_err(|e| {
+        eprintln!("error: {e}");
+        match e {
+            DeployError::Unrepairable(_) => EXIT_FINDINGS,
+            _ => EXIT_INVALID,
+        }
+    })
+}
+
+pub(crate) fn run(args: &DeployArgs) -> i32 {
+    if !args.dry_run && args.nats.is_none() {
+        return usage_error(
+            "`blazes deploy` needs `--nats URL` to create the objects, or `--dry-run` to print them",
+        );
+    }
+    let d = match deployment(args) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    if args.dry_run {
+        super::io::write_out(deploy::render(&d).as_bytes());
+        return EXIT_CLEAN;
+    }
+    apply(args.nats.as_deref().unwrap_or_default(), &d)
+}
+
+#[cfg(not(feature = "nats"))]
+fn apply(_url: &str, _d: &Deployment) -> i32 {
+    usage_error(
+        "this blazes was built without the JetStream runtime, so it cannot apply a plan; install it with `cargo install --path . --features nats` (`--dry-run` works without it)",
+    )
+}
+
+#[cfg(feature = "nats")]
+fn apply(url: &str, d: &Deployment) -> i32 {
+    use crate::runtime::nats::deploy::{Change, Outcome, deploy};
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return usage_error(&format!("cannot start the async runtime: {e}")),
+    };
+    let outcome = runtime.block_on(async {
+        let connect = async_nats::ConnectOptions::new()
+            .connection_timeout(std::time::Duration::from_secs(5))
+            .connect(url);
+        let client = tokio::time::timeout(std::time::Duration::from_secs(10), connect)
+            .await
+            .map_err(|_| format!("cannot connect to `{url}` within 10 s"))?
+            .map_err(|e| format!("cannot connect to `{url}`: {e}"))?;
+        let js = async_nats::jetstream::new(client);
+        deploy(&js, d).await.map_err(|e| e.to_string())
+    });
+    let lines = |changes: &[Change], applied: bool| {
+        changes
+            .iter()
+            .map(|c| match c {
+                Change::Create(o) if applied => format!("  created {} {}\n", o.kind(), o.name()),
+                c => format!("  {}\n", c.describe()),
+            })
+            .collect::<String>()
+    };
+    match outcome {
+        Err(e) if e.contains("replicas") => usage_error(&format!(
+            "{e} (`--replicas N` sets the replicas of every object: 1 for a single server, at most the cluster's size)"
+        )),
+        Err(e) => usage_error(&e),
+        Ok(Outcome::NoChange(changes)) => {
+            super::io::write_out(
+                format!(
+                    "{}: no change: every object of the plan of `{}` exists as planned ({} object{})\n{}",
+                    d.path,
+                    d.spec,
+                    changes.len(),
+                    if changes.len() == 1 { "" } else { "s" },
+                    lines(&changes, false)
+                )
+                .as_bytes(),
+            );
+            EXIT_CLEAN
+        }
+        Ok(Outcome::Applied(changes)) => {
+            let created = changes
+                .iter()
+                .filter(|c| matches!(c, Change::Create(_)))
+                .count();
+            super::io::write_out(
+                format!(
+                    "{}: deployed the plan of `{}`: {created} created, {} unchanged\n{}",
+                    d.path,
+                    d.spec,
+                    changes.len() - created,
+                    lines(&changes, true)
+                )
+                .as_bytes(),
+            );
+            EXIT_CLEAN
+        }
+        Ok(Outcome::Refused(changes)) => {
+            eprint!(
+                "error: the server differs from the plan of `{}`; nothing was changed (services may run on these objects: drain them and delete the differing objects, or deploy under another spec name):\n{}",
+                d.spec,
+                lines(&changes, false)
+            );
+            EXIT_FINDINGS
+        }
+    }
+}

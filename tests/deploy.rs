@@ -1,0 +1,151 @@
+//! `blazes deploy`: the engine objects of the shipped specs' plans (`--dry-run`, no server),
+//! and the errors of the command. Against a real server: `tests/deploy_nats.rs`.
+
+mod common;
+
+use common::*;
+
+/// The specs shipped with the repository whose deployment is snapshotted.
+const SPECS: &[&str] = &[
+    "wordcount.yaml",
+    "wordcount-sealed.yaml",
+    "wordcount-sealable.yaml",
+    "ad-campaign.yaml",
+    "ad-poor.yaml",
+    "ad-poor-replicated-cache.yaml",
+    "ad-thresh.yaml",
+    "ad-window.yaml",
+];
+
+#[test]
+fn dry_runs_of_the_shipped_specs() {
+    for spec in SPECS {
+        let path = format!("specs/{spec}");
+        let o = blazes(&["deploy", "--dry-run", &path]);
+        assert_eq!(o.status.code(), Some(0), "{spec}: {}", stderr(&o));
+        assert_eq!(
+            o.stdout,
+            blazes(&["deploy", "--dry-run", &path]).stdout,
+            "{spec}: deterministic"
+        );
+        insta::assert_snapshot!(format!("dry_run@{spec}"), stdout(&o));
+    }
+}
+
+#[test]
+fn a_global_order_needs_a_sequence_outputs_and_checkpoints() {
+    let o = blazes(&[
+        "deploy",
+        "--dry-run",
+        "--allow",
+        "global",
+        "--replicas",
+        "1",
+        "specs/wordcount.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    insta::assert_snapshot!("dry_run_global_wordcount", stdout(&o));
+}
+
+/// A spec whose names NATS refuses in object names and subjects (a space, a non-ASCII letter).
+fn spec_named(component: &str) -> String {
+    format!(
+        "name: my flow\nsources:\n  tweets: {{}}\ncomponents:\n  \"{component}\":\n    paths:\n      - {{ from: words, to: counts, label: OW, gate: [word] }}\nstreams:\n  - {{ from: tweets, to: \"{component}.words\" }}\n  - {{ from: \"{component}.counts\", to: db }}\nsinks:\n  db: {{}}\n"
+    )
+}
+
+/// The stream names of a dry run's output.
+fn stream_names(out: &str) -> Vec<String> {
+    out.lines()
+        .filter_map(|l| l.trim_start().strip_prefix("stream "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn names_that_nats_refuses_are_made_legal_and_kept_apart() {
+    let run = |component: &str| {
+        let o = blazes_stdin(
+            &["deploy", "--dry-run", "-"],
+            spec_named(component).as_bytes(),
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        stream_names(&stdout(&o))
+    };
+    let umlaut = run("Zählen");
+    let accent = run("Zählén");
+    let plain = run("Z_hlen");
+    assert_eq!(umlaut.len(), 1);
+    for name in umlaut.iter().chain(&accent) {
+        assert!(
+            name.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+            "{name} is a legal NATS name"
+        );
+    }
+    // Each illegal name carries a hash of the original, so names that clean up alike differ.
+    assert_ne!(umlaut, accent);
+    assert_ne!(umlaut, plain);
+    assert_eq!(plain, ["my_flow-b86681c9-Z_hlen-keyed"]);
+    assert_eq!(umlaut, run("Zählen"), "deterministic");
+}
+
+#[test]
+fn an_invalid_spec_is_reported_located_with_exit_2() {
+    let o = blazes_stdin(
+        &["deploy", "--dry-run", "-"],
+        b"name: x\ncomponents:\n  A: { inputs: { i: { from: nowhere, label: CR } } }\n",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("<stdin>:"), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+    assert_clean_failure(&o);
+}
+
+#[test]
+fn applying_needs_a_server_url() {
+    let o = blazes(&["deploy", "specs/wordcount.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--nats URL"), "{}", stderr(&o));
+    assert_clean_failure(&o);
+}
+
+#[test]
+fn a_missing_spec_is_exit_2() {
+    let o = blazes(&["deploy", "--dry-run", "specs/no-such-spec.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no-such-spec.yaml"), "{}", stderr(&o));
+    assert_clean_failure(&o);
+}
+
+#[cfg(not(feature = "nats"))]
+#[test]
+fn applying_without_the_nats_feature_says_how_to_get_it() {
+    let o = blazes(&[
+        "deploy",
+        "--nats",
+        "nats://127.0.0.1:1",
+        "specs/wordcount.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("cargo install --path . --features nats"),
+        "{}",
+        stderr(&o)
+    );
+    assert_clean_failure(&o);
+}
+
+#[cfg(feature = "nats")]
+#[test]
+fn an_unreachable_server_is_exit_2_with_one_sentence() {
+    let o = blazes(&[
+        "deploy",
+        "--nats",
+        "nats://127.0.0.1:1",
+        "specs/wordcount.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot connect"), "{}", stderr(&o));
+    assert_clean_failure(&o);
+}

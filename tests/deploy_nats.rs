@@ -1,0 +1,274 @@
+//! `blazes deploy` against a real `nats-server` (one node: deployment is about objects, not
+//! replication). Under `CI=true` a missing server fails with an install hint (the harness).
+#![cfg(feature = "nats")]
+
+mod common;
+mod support_nats;
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, stream};
+use blazes::runtime::deploy::{Deployment, Object, derive, read_plan};
+use blazes::runtime::nats::deploy::{Change, compare};
+use common::{blazes, stderr, stdout};
+use support_nats::Cluster;
+
+/// The deployment the runtime derives from `blazes plan --format json ARGS` (one replica).
+fn planned(args: &[&str]) -> Deployment {
+    let mut all = vec!["plan", "--format", "json"];
+    all.extend_from_slice(args);
+    let o = blazes(&all);
+    let files = read_plan(&stdout(&o)).unwrap();
+    derive(&files[0], 1).unwrap()
+}
+
+async fn server() -> Option<(Cluster, String, jetstream::Context)> {
+    let cluster = Cluster::start(1, "").await?;
+    let url = cluster.urls()[0].clone();
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 1).await;
+    Some((cluster, url, js))
+}
+
+/// `blazes deploy --nats URL --replicas 1 ARGS`.
+fn deploy(url: &str, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["deploy", "--nats", url, "--replicas", "1"];
+    all.extend_from_slice(args);
+    blazes(&all)
+}
+
+async fn config(js: &jetstream::Context, name: &str) -> Option<stream::Info> {
+    let mut s = js.get_stream(name).await.ok()?;
+    Some(s.info().await.unwrap().clone())
+}
+
+async fn stream_count(js: &jetstream::Context) -> usize {
+    use futures_util::StreamExt;
+    js.stream_names().count().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deploy_creates_the_planned_objects_and_a_second_deploy_changes_nothing() {
+    let Some((_cluster, url, js)) = server().await else {
+        return;
+    };
+    let specs: [&[&str]; 2] = [
+        &["--allow", "global", "specs/wordcount.yaml"],
+        &["specs/wordcount-sealable.yaml"],
+    ];
+    for args in specs {
+        let o = deploy(&url, args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(stdout(&o).contains("created"), "{}", stdout(&o));
+    }
+    // Read back through the client, compared with what the runtime derived from the plan.
+    let mut created = Vec::new();
+    for args in specs {
+        let d = planned(args);
+        assert!(d.objects().count() > 0);
+        for o in d.objects() {
+            let info = config(&js, &o.stream_name())
+                .await
+                .unwrap_or_else(|| panic!("{} exists", o.stream_name()));
+            let c = &info.config;
+            assert_eq!(c.num_replicas, 1);
+            assert!(
+                c.description
+                    .as_deref()
+                    .unwrap_or_default()
+                    .starts_with(&d.description()),
+                "{:?}",
+                c.description
+            );
+            match o {
+                Object::Stream(s) => {
+                    assert_eq!(c.subjects, s.subjects);
+                    assert_eq!(c.duplicate_window, s.duplicate_window);
+                    assert_eq!(c.allow_message_ttl, s.allow_msg_ttl);
+                }
+                Object::Bucket(b) => {
+                    assert_eq!(c.max_messages_per_subject, b.history);
+                    js.get_key_value(&b.name).await.expect("a key-value bucket");
+                }
+            }
+            created.push((o.stream_name(), info.created));
+        }
+    }
+    assert_eq!(created.len(), 4, "sequence, outputs, checkpoints, barrier");
+    let before = stream_count(&js).await;
+    for args in specs {
+        let o = deploy(&url, args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(stdout(&o).contains("no change"), "{}", stdout(&o));
+    }
+    assert_eq!(stream_count(&js).await, before);
+    for (name, when) in created {
+        assert_eq!(config(&js, &name).await.unwrap().created, when, "{name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_plan_is_refused_with_a_diff_and_nothing_is_modified() {
+    let Some((_cluster, url, js)) = server().await else {
+        return;
+    };
+    // The keyed plan is deployed and a service is using its stream.
+    let o = deploy(&url, &["specs/wordcount.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    js.publish("wordcount-Count-keyed.in.0", "hello".into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    let keyed_before = config(&js, "wordcount-Count-keyed").await.unwrap();
+
+    // The plan changes to a global order: the keyed stream is an orphan, nothing is created.
+    let o = deploy(&url, &["--allow", "global", "specs/wordcount.yaml"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(err.contains("nothing was changed"), "{err}");
+    assert!(err.contains("orphan stream wordcount-Count-keyed"), "{err}");
+    assert!(err.contains("missing stream wordcount-Count-seq"), "{err}");
+    assert!(config(&js, "wordcount-Count-seq").await.is_none());
+    let keyed_after = config(&js, "wordcount-Count-keyed").await.unwrap();
+    assert_eq!(keyed_after.config, keyed_before.config);
+    assert_eq!(keyed_after.state.messages, 1);
+
+    // An object of the plan that exists with another configuration (an older deployment).
+    let old = stream::Config {
+        name: "ad-poor-Report-keyed".into(),
+        subjects: vec!["ad-poor-Report-keyed.>".into()],
+        duplicate_window: Duration::from_secs(60),
+        ..Default::default()
+    };
+    js.create_stream(old.clone()).await.unwrap();
+    let o = deploy(&url, &["specs/ad-poor.yaml"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let err = stderr(&o);
+    for field in [
+        "differs stream ad-poor-Report-keyed",
+        "subjects: deployed [ad-poor-Report-keyed.>]",
+        "duplicate window: deployed 60s, planned 120s",
+        "message TTLs allowed: deployed false, planned true",
+    ] {
+        assert!(err.contains(field), "`{field}` in\n{err}");
+    }
+    let unchanged = |c: &stream::Config| {
+        c.subjects == old.subjects
+            && c.duplicate_window == old.duplicate_window
+            && !c.allow_message_ttl
+    };
+    let after = config(&js, "ad-poor-Report-keyed").await.unwrap().config;
+    assert!(
+        unchanged(&after),
+        "the refused deploy left it alone: {after:?}"
+    );
+
+    // Negative control: a deployment that applied the plan blindly over it would have changed
+    // it, and the check above sees that.
+    let d = planned(&["specs/ad-poor.yaml"]);
+    let Some(Object::Stream(s)) = d.objects().next() else {
+        panic!("a keyed stream");
+    };
+    js.update_stream(stream::Config {
+        name: s.name.clone(),
+        subjects: s.subjects.clone(),
+        duplicate_window: s.duplicate_window,
+        allow_message_ttl: s.allow_msg_ttl,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let blind = config(&js, "ad-poor-Report-keyed").await.unwrap().config;
+    assert!(!unchanged(&blind), "a blind apply changes the stream");
+    // ...after which the deployment is as planned and nothing differs any more.
+    let o = deploy(&url, &["specs/ad-poor.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("no change"), "{}", stdout(&o));
+}
+
+/// A state machine that does nothing: the replica is opened only for the objects it creates.
+struct Idle;
+
+impl blazes::runtime::StateMachine for Idle {
+    fn apply(&mut self, _: &[u8]) -> Vec<Vec<u8>> {
+        Vec::new()
+    }
+    fn snapshot(&self) -> Vec<u8> {
+        Vec::new()
+    }
+    fn restore(_: &[u8]) -> Result<Self, blazes::runtime::SmrError> {
+        Ok(Idle)
+    }
+}
+
+/// The deployment restates the configuration the mechanisms create their objects with; on a
+/// server where the mechanisms' own `open` created them, the deployment finds them unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mechanisms_open_exactly_what_deploy_plans() {
+    use blazes::runtime::nats::{barrier, sequencer, session, smr};
+    let Some((_cluster, _url, js)) = server().await else {
+        return;
+    };
+    let plan = r#"{"version": 2, "files": [{"path": "a.yaml", "name": "agree", "status": "repaired",
+        "mechanisms": [
+            {"kind": "keyed-order", "component": "K", "key": ["k"]},
+            {"kind": "global-order", "component": "G", "key": []},
+            {"kind": "seal-barrier", "component": "B", "input": "in", "key": ["k"], "producers": ["p"]}
+        ]}]}"#;
+    let d = derive(&read_plan(plan).unwrap()[0], 1).unwrap();
+    let names: Vec<String> = d.objects().map(|o| o.name().to_string()).collect();
+    assert_eq!(
+        names,
+        [
+            "agree-K-keyed",
+            "agree-G-seq",
+            "agree-G-out",
+            "agree-G-replicas",
+            "agree-B-in-seal"
+        ]
+    );
+    session::Keyed::open(
+        js.clone(),
+        session::KeyedConfig {
+            replicas: 1,
+            ..session::KeyedConfig::new("agree-K-keyed", 4)
+        },
+    )
+    .await
+    .unwrap();
+    let seq = sequencer::Sequencer::open(
+        js.clone(),
+        sequencer::SequencerConfig {
+            replicas: 1,
+            ..sequencer::SequencerConfig::new("agree-G-seq")
+        },
+    )
+    .await
+    .unwrap();
+    smr::Replica::open(
+        js.clone(),
+        &seq,
+        smr::ReplicaConfig {
+            replicas: 1,
+            ..smr::ReplicaConfig::new("agree-G", "r1")
+        },
+        Idle,
+    )
+    .await
+    .unwrap();
+    barrier::SealBarrier::open(
+        js.clone(),
+        barrier::BarrierConfig {
+            replicas: 1,
+            ..barrier::BarrierConfig::new("agree-B-in-seal", &["p"])
+        },
+    )
+    .await
+    .unwrap();
+    let changes = compare(&js, &d).await.unwrap();
+    assert_eq!(changes.len(), 5, "{changes:?}");
+    for c in &changes {
+        assert!(matches!(c, Change::Unchanged(_)), "{}", c.describe());
+    }
+}
