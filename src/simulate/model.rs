@@ -76,6 +76,8 @@ pub struct CompModel {
     pub outputs: Vec<IfaceId>,
     /// Inputs that feed a writing path and that some source reaches.
     pub written_inputs: Vec<IfaceId>,
+    /// Whether some edge out of the component carries seals (it punctuates its outputs).
+    pub seals_out: bool,
 }
 
 /// The dataflow compiled for execution.
@@ -102,6 +104,8 @@ pub struct Model {
     /// Per interface: whether a record delivered to this input (of an unordered component)
     /// commutes with every other delivery (see [`Model::commutes`]).
     pub commuting: Vec<bool>,
+    /// Whether some component is ordered (else no ordered step is ever due).
+    pub any_ordered: bool,
     /// Switches for the negative controls of the tests.
     pub knobs: Knobs,
 }
@@ -269,6 +273,10 @@ impl Model {
                 inputs: c.inputs.clone(),
                 outputs: c.outputs.clone(),
                 written_inputs,
+                seals_out: c
+                    .outputs
+                    .iter()
+                    .any(|o| out_of[o.index()].iter().any(|&e| edges[e].seal.is_some())),
             });
         }
 
@@ -333,6 +341,7 @@ impl Model {
             .collect();
 
         Model {
+            any_ordered: comps.iter().any(|c| c.ordered),
             commuting,
             upstream,
             attrs: names.into_iter().map(|(n, _)| n).collect(),
@@ -482,7 +491,7 @@ pub const DELIVERY_BUDGET: usize = 4000;
 /// Deeper records are dropped where they are made: the depth is a function of how a record
 /// was derived, never of the schedule, so the cut keeps a deterministic stream deterministic
 /// (a cap on the number of answers would not: which answers pass would depend on the order).
-pub const MAX_DEPTH: u8 = 3;
+pub const MAX_DEPTH: u8 = 2;
 
 /// One execution in progress: every instance's state and the messages in flight. Cloned at
 /// the choice points of the exhaustive search.
@@ -667,6 +676,9 @@ impl Exec<'_> {
     /// partition's records is still in flight on the same channel (edge, producer instance,
     /// consumer instance).
     fn enabled(&self) -> Vec<usize> {
+        if !self.pending.iter().any(|m| matches!(m.body, Body::Seal(_))) {
+            return (0..self.pending.len()).collect();
+        }
         let mut busy: BTreeSet<(usize, usize, usize, Vec<u8>)> = BTreeSet::new();
         for o in &self.pending {
             if let (Body::Rec(r), Some(key)) = (&o.body, &self.m.edges[o.edge].seal) {
@@ -749,6 +761,9 @@ impl Exec<'_> {
     /// (every instance the same), or, once no record is queued, its queued seals. Returns
     /// whether anything happened.
     fn ordered_step(&mut self, any: bool) -> bool {
+        if !self.m.any_ordered {
+            return false;
+        }
         for c in 0..self.m.comps.len() {
             if !self.m.comps[c].ordered || !self.has_work(c) {
                 continue;
@@ -867,6 +882,11 @@ impl Exec<'_> {
     /// outputs whose partitions can receive nothing more.
     fn settle(&mut self, c: usize, k: usize) {
         let comp = &self.m.comps[c];
+        let inst = &self.inst[c][k];
+        if inst.held.is_empty() && inst.waiting.values().all(BTreeSet::is_empty) && !comp.seals_out
+        {
+            return;
+        }
         let n_attrs = self.m.attrs.len();
         let full = |r: &Rec| -> Vec<Option<u8>> { r.attrs.iter().map(|&a| Some(a)).collect() };
         loop {
