@@ -85,6 +85,23 @@ fn an_ordered_read_of_nondeterministic_state_is_labelled_and_observed_run() {
     assert_sound(&sim, "ordered-read-of-run-state").unwrap();
 }
 
+/// A read that no source reaches answers nothing: the divergent state it would read does not
+/// reach its sink. The store's own log does diverge, and is observed to.
+#[test]
+fn a_read_that_nothing_reaches_carries_nothing() {
+    let sim = shipped(
+        "tests/fixtures/simulate/unreached-read.yaml",
+        &options(200, 2),
+    );
+    let answers = sim.sinks.iter().find(|s| s.name == "answers").unwrap();
+    assert_eq!(answers.label, None);
+    assert_eq!(answers.observed, Observed::Deterministic);
+    let log = sim.sinks.iter().find(|s| s.name == "Store.log").unwrap();
+    assert_eq!(log.label, Some(Label::Diverge));
+    assert_eq!(log.observed, Observed::Diverge);
+    assert_sound(&sim, "unreached-read").unwrap();
+}
+
 #[test]
 fn every_unsafe_sink_of_the_shipped_specs_gets_a_witness() {
     let mut unsafe_sinks = 0;
@@ -384,7 +401,7 @@ fn share_of_unsafe_random_sinks_with_a_witness() {
         share * 100.0
     );
     assert!(unsafe_sinks >= 8, "the generator produces unsafe sinks");
-    assert!(share >= 0.5, "witnessed {witnessed} of {unsafe_sinks}");
+    assert!(share >= 0.95, "witnessed {witnessed} of {unsafe_sinks}");
 }
 
 /// The heavy run behind the numbers in `docs/simulation.md`: thousands of random specs of both

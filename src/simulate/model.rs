@@ -299,7 +299,14 @@ impl Model {
                 // A read's answers depend on its input and on the state it reads: what the
                 // component's writing paths take in.
                 let writing = comp.paths.iter().filter(|w| w.annotation.writes());
-                for p in comp.paths.iter().filter(|p| p.output.index() == o) {
+                // A path whose input no source reaches carries nothing, whatever it reads.
+                let live = |p: &&crate::graph::Path| labels.iface[p.input.index()].is_some();
+                for p in comp
+                    .paths
+                    .iter()
+                    .filter(|p| p.output.index() == o)
+                    .filter(live)
+                {
                     let state = writing
                         .clone()
                         .filter(|_| p.annotation == Annotation::OR)
