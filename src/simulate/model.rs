@@ -104,6 +104,8 @@ pub struct Model {
     /// Per interface: whether a record delivered to this input (of an unordered component)
     /// commutes with every other delivery (see [`Model::commutes`]).
     pub commuting: Vec<bool>,
+    /// Most deliveries one execution may make (see [`DELIVERY_BUDGET`]).
+    pub delivery_budget: usize,
     /// Whether some component is ordered (else no ordered step is ever due).
     pub any_ordered: bool,
     /// Switches for the negative controls of the tests.
@@ -348,6 +350,7 @@ impl Model {
             .collect();
 
         Model {
+            delivery_budget: DELIVERY_BUDGET.max(DELIVERY_BUDGET_PER_EDGE * edges.len()),
             any_ordered: comps.iter().any(|c| c.ordered),
             commuting,
             upstream,
@@ -489,9 +492,11 @@ pub trait Chooser {
     fn choose(&mut self, n: usize) -> usize;
 }
 
-/// Most deliveries one execution may make: past it (a record circulating a cycle, fold states
-/// growing around one) the execution is inconclusive and observes nothing.
+/// Most deliveries one execution may make, at least, and per edge of the dataflow: past it the
+/// execution is inconclusive and observes nothing. A large dataflow needs more deliveries (a
+/// record crosses every edge on its way, once per consumer instance).
 pub const DELIVERY_BUDGET: usize = 4000;
+pub const DELIVERY_BUDGET_PER_EDGE: usize = 200;
 
 /// The deepest record a path emits. An `OW` state or an `OR` answer is a new record, one
 /// deeper than the record it answers; in a cycle, answers would be read and answered forever.
@@ -570,7 +575,7 @@ impl<'m> Exec<'m> {
             if self.ordered_step(false) {
                 continue;
             }
-            if self.steps >= DELIVERY_BUDGET && !self.pending.is_empty() {
+            if self.steps >= self.m.delivery_budget && !self.pending.is_empty() {
                 return None;
             }
             // A record that commutes is always enabled: no need to look at the seals.
