@@ -578,14 +578,18 @@ impl<'m> Exec<'m> {
             if self.steps >= self.m.delivery_budget && !self.pending.is_empty() {
                 return None;
             }
-            // A record that commutes is always enabled: no need to look at the seals.
+            // Records that commute are always enabled (no need to look at the seals), and may
+            // be delivered in any order: all of them at once, in one pass over the messages.
             if !self.m.knobs.fixed_order {
-                let record = self
-                    .pending
-                    .iter()
-                    .position(|m| matches!(m.body, Body::Rec(_)) && self.m.commutes(m));
-                if let Some(i) = record {
-                    self.deliver_at(i);
+                let (now, rest): (Vec<Msg>, Vec<Msg>) = std::mem::take(&mut self.pending)
+                    .into_iter()
+                    .partition(|m| matches!(m.body, Body::Rec(_)) && self.m.commutes(m));
+                self.pending = rest;
+                if !now.is_empty() {
+                    for msg in now {
+                        self.steps += 1;
+                        self.deliver(msg);
+                    }
                     continue;
                 }
             }
