@@ -59,13 +59,47 @@ fn shipped_specs_are_never_observed_worse_than_their_labels() {
                 let o = simulate::Options {
                     seed,
                     shrink: false,
-                    ..options(1500, replicas)
+                    ..options(400, replicas)
                 };
                 let sim = shipped(&path, &o);
                 assert_sound(&sim, &format!("{path} (seed {seed}, {replicas} replicas)")).unwrap();
             }
         }
     }
+}
+
+/// The random soundness test found it: an ordered component's protected read answered from
+/// state written by an unordered count. The order fixes when the read happens, not what was
+/// written, so the answers differ between runs; the analysis now says `Run` (the read carries
+/// the labels of the state it reads) and the simulator agrees.
+#[test]
+fn an_ordered_read_of_nondeterministic_state_is_labelled_and_observed_run() {
+    let sim = shipped(
+        "tests/fixtures/simulate/ordered-read-of-run-state.yaml",
+        &options(500, 2),
+    );
+    let answers = sim.sinks.iter().find(|s| s.name == "answers").unwrap();
+    assert_eq!(answers.label, Some(Label::Run));
+    assert_eq!(answers.observed, Observed::Run);
+    assert!(answers.witness.is_some());
+    assert_sound(&sim, "ordered-read-of-run-state").unwrap();
+}
+
+/// A read that no source reaches answers nothing: the divergent state it would read does not
+/// reach its sink. The store's own log does diverge, and is observed to.
+#[test]
+fn a_read_that_nothing_reaches_carries_nothing() {
+    let sim = shipped(
+        "tests/fixtures/simulate/unreached-read.yaml",
+        &options(200, 2),
+    );
+    let answers = sim.sinks.iter().find(|s| s.name == "answers").unwrap();
+    assert_eq!(answers.label, None);
+    assert_eq!(answers.observed, Observed::Deterministic);
+    let log = sim.sinks.iter().find(|s| s.name == "Store.log").unwrap();
+    assert_eq!(log.label, Some(Label::Diverge));
+    assert_eq!(log.observed, Observed::Diverge);
+    assert_sound(&sim, "unreached-read").unwrap();
 }
 
 #[test]
@@ -153,10 +187,14 @@ fn the_sealed_word_count_commits_counts() {
 
 // Random specs.
 
+/// Schedules per random spec: most generated specs are explored exhaustively well within
+/// this (the reduction leaves few choices); the rest get half of it depth-first, half random.
+const RANDOM_SCHEDULES: usize = 60;
+
 fn random_sound(text: &str, what: &str) -> Result<(), TestCaseError> {
     let o = simulate::Options {
         shrink: false,
-        ..options(150, 2)
+        ..options(RANDOM_SCHEDULES, 2)
     };
     let Some((sim, _)) = simulate_text("random.yaml", text, &o) else {
         return Err(TestCaseError::reject("generator produced an invalid spec"));
@@ -178,14 +216,77 @@ proptest! {
 
 proptest! {
     // The seeded generator's specs are bigger (sealable sources, orders, more streams): fewer
-    // cases, each still explored with 150 schedules.
-    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+    // cases.
+    #![proptest_config(ProptestConfig { cases: 40, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn seeded_random_specs_are_never_observed_worse_than_their_labels(seed in any::<u64>()) {
         let text = specgen::seeded(seed);
         random_sound(&text, &format!("specgen::seeded({seed})"))?;
     }
+}
+
+// The partial order reduction loses no outcome: on small random specs, exhaustive exploration
+// with it and without it (every delivery a choice) reaches the same set of final states.
+
+type Finals = std::collections::BTreeSet<String>;
+
+/// The distinct final states (sinks, what every instance emitted, fold states) of an
+/// exploration, or None when it was not exhaustive.
+fn finals(text: &str, knobs: Knobs, schedules: usize) -> Option<Finals> {
+    let report = check_bytes("random.yaml", text.as_bytes(), &Options::default());
+    let Outcome::Analysed(a) = &report.outcome else {
+        return None;
+    };
+    let m = simulate::model::Model::new(&a.dataflow, &a.analysis, 2, knobs);
+    let inputs = simulate::explore::default_inputs(&m);
+    let mut seen = Finals::new();
+    let ex = simulate::explore::explore(&m, &inputs, schedules, 1, &mut |_, o| {
+        if let Some(o) = o {
+            seen.insert(format!("{:?} {:?} {:?}", o.sinks, o.emitted, o.fold));
+        }
+        true
+    });
+    ex.exhaustive.then_some(seen)
+}
+
+#[test]
+fn the_reduction_reaches_every_final_state() {
+    let reduce_nothing = Knobs {
+        no_reduction: true,
+        ..Knobs::default()
+    };
+    // The harness can fail: delivering in one fixed order (a reduction that drops every
+    // choice) misses the word count's second final state.
+    let wordcount = std::fs::read_to_string(common::root().join("specs/wordcount.yaml")).unwrap();
+    let all = finals(&wordcount, reduce_nothing, 5000).unwrap();
+    let fixed = Knobs {
+        fixed_order: true,
+        ..Knobs::default()
+    };
+    assert!(all.len() > 1);
+    assert_eq!(finals(&wordcount, fixed, 5000).unwrap().len(), 1);
+    assert_eq!(finals(&wordcount, Knobs::default(), 5000).unwrap(), all);
+
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let mut compared = 0;
+    for _ in 0..100 {
+        let spec = proptest::strategy::ValueTree::current(
+            &proptest::strategy::Strategy::new_tree(&specgen::spec(2), &mut runner).unwrap(),
+        );
+        let text = spec.yaml_in_order();
+        let Some(full) = finals(&text, reduce_nothing, 100) else {
+            continue;
+        };
+        let reduced = finals(&text, Knobs::default(), 100).expect("the reduction explores less");
+        assert_eq!(reduced, full, "{text}");
+        compared += 1;
+    }
+    println!("compared {compared} specs");
+    assert!(
+        compared >= 15,
+        "only {compared} specs were small enough to compare"
+    );
 }
 
 // The binary.
@@ -218,6 +319,39 @@ fn output_is_deterministic_and_exit_codes_follow_the_sinks() {
 }
 
 #[test]
+fn flags_are_reported_and_the_same_flags_give_byte_identical_output() {
+    let args = [
+        "simulate",
+        "specs/ad-poor.yaml",
+        "--schedules",
+        "120",
+        "--seed",
+        "5",
+        "--replicas",
+        "3",
+        "--format",
+        "json",
+    ];
+    let a = blazes(&args);
+    let b = blazes(&args);
+    assert_eq!(a.stdout, b.stdout);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&a)).unwrap();
+    let file = &doc["files"][0];
+    assert_eq!(file["exhaustive"], false);
+    assert_eq!(file["schedules"], 120);
+    assert_eq!(file["seed"], 5);
+    assert_eq!(file["replicas"], 3);
+    let human = blazes(&args[..8]);
+    assert!(stdout(&human).contains("not exhaustive, 120 schedules"));
+    assert_eq!(human.stdout, blazes(&args[..8]).stdout);
+    // The word count's orders are few: explored exhaustively, and said so.
+    let wc = blazes(&["simulate", "specs/wordcount.yaml", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&wc)).unwrap();
+    assert_eq!(doc["files"][0]["exhaustive"], true);
+    assert_eq!(doc["files"][0]["schedules"], 2);
+}
+
+#[test]
 fn wordcount_human_and_json_snapshots() {
     let human = blazes(&["simulate", "specs/wordcount.yaml", "--schedules", "500"]);
     insta::assert_snapshot!("simulate_wordcount_human", stdout(&human));
@@ -243,10 +377,10 @@ fn wordcount_human_and_json_snapshots() {
 fn share_of_unsafe_random_sinks_with_a_witness() {
     let o = simulate::Options {
         shrink: false,
-        ..options(50, 2)
+        ..options(RANDOM_SCHEDULES, 2)
     };
     let (mut unsafe_sinks, mut witnessed) = (0, 0);
-    for seed in 0..20u64 {
+    for seed in 0..60u64 {
         let text = specgen::seeded(seed);
         let Some((sim, _)) = simulate_text("random.yaml", &text, &o) else {
             continue;
@@ -255,6 +389,9 @@ fn share_of_unsafe_random_sinks_with_a_witness() {
             if matches!(s.label, Some(Label::Run | Label::Inst | Label::Diverge)) {
                 unsafe_sinks += 1;
                 witnessed += usize::from(s.observed > Observed::Deterministic);
+                if s.observed == Observed::Deterministic {
+                    println!("miss: seed {seed} sink {} label {:?}", s.name, s.label);
+                }
             }
         }
     }
@@ -264,5 +401,55 @@ fn share_of_unsafe_random_sinks_with_a_witness() {
         share * 100.0
     );
     assert!(unsafe_sinks >= 8, "the generator produces unsafe sinks");
-    assert!(share >= 0.5, "witnessed {witnessed} of {unsafe_sinks}");
+    assert!(share >= 0.95, "witnessed {witnessed} of {unsafe_sinks}");
+}
+
+/// The heavy run behind the numbers in `docs/simulation.md`: thousands of random specs of both
+/// generators, each checked for soundness, with the share of unsafe sinks witnessed.
+/// `cargo test --release --test simulate -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn thousands_of_random_specs() {
+    use proptest::strategy::{Strategy, ValueTree};
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let o = simulate::Options {
+        shrink: false,
+        ..options(200, 2)
+    };
+    let (mut specs, mut unsafe_sinks, mut witnessed, mut exhaustive) = (0, 0, 0, 0);
+    let mut check = |text: &str, what: &str| {
+        let Some((sim, _)) = simulate_text("random.yaml", text, &o) else {
+            return;
+        };
+        specs += 1;
+        exhaustive += usize::from(sim.exhaustive);
+        assert_sound(&sim, what)
+            .map_err(|e| format!("{e}\n{text}"))
+            .unwrap();
+        for s in &sim.sinks {
+            if matches!(s.label, Some(Label::Run | Label::Inst | Label::Diverge)) {
+                unsafe_sinks += 1;
+                witnessed += usize::from(s.observed > Observed::Deterministic);
+            }
+        }
+    };
+    for case in 0..3000u64 {
+        let mut seed = [0u8; 32];
+        seed[..8].copy_from_slice(&case.to_le_bytes());
+        let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed);
+        let mut runner = TestRunner::new_with_rng(Config::default(), rng);
+        let spec = specgen::spec(5).new_tree(&mut runner).unwrap().current();
+        check(
+            &spec.yaml_in_order(),
+            &format!("specgen::spec(5), case {case}"),
+        );
+    }
+    for seed in 0..1000u64 {
+        check(&specgen::seeded(seed), &format!("specgen::seeded({seed})"));
+    }
+    println!(
+        "{specs} specs ({exhaustive} explored exhaustively), sound; witnessed {witnessed} of \
+         {unsafe_sinks} unsafe sinks ({:.1}%)",
+        witnessed as f64 * 100.0 / unsafe_sinks.max(1) as f64
+    );
 }

@@ -52,6 +52,19 @@ pub fn read_protected(df: &Dataflow, c: &Component, gate: Gate, iface: &[Option<
         })
 }
 
+/// What an `OR` read's answers carry besides its input's label `l`: the state it reads, so the
+/// worst label among the inputs that feed a writing path of `c`. A read answers with the
+/// state: contents that differ between runs (or replicas) where the state is written differ
+/// in the answers too, whether or not the read is protected (an order, or a seal, fixes when
+/// the read happens, not what was written).
+fn read_state(c: &Component, l: Label, iface: &[Option<Label>]) -> Label {
+    c.paths
+        .iter()
+        .filter(|w| w.annotation.writes())
+        .filter_map(|w| iface[w.input.index()])
+        .fold(l, |acc, w| if w.is_at_least(acc) { w } else { acc })
+}
+
 /// The first writing input of `c` whose label does not protect an `OR(gate)` read.
 pub fn unprotecting_input(
     df: &Dataflow,
@@ -116,7 +129,7 @@ pub fn contribute(
             let gate = p.gate.unwrap_or(Gate::Star);
             let protected = read_protected(df, c, gate, iface);
             Contribution {
-                label: unsealed(l),
+                label: unsealed(read_state(c, l, iface)),
                 ndread: !protected,
                 ..none
             }

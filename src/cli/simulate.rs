@@ -73,9 +73,16 @@ fn label_text(report: &FileReport, s: usize) -> Option<String> {
 
 fn exploration(sim: &Simulation, o: &simulate::Options) -> String {
     let how = if sim.exhaustive {
-        format!("all {} schedules (exhaustive)", sim.schedules)
+        format!(
+            "exhaustive, {} schedule{} cover every delivery order that matters",
+            sim.schedules,
+            if sim.schedules == 1 { "" } else { "s" }
+        )
     } else {
-        format!("{} random schedules (seed {})", sim.schedules, o.seed)
+        format!(
+            "not exhaustive, {} schedules (depth-first, then random with seed {})",
+            sim.schedules, o.seed
+        )
     };
     let inconclusive = match sim.inconclusive {
         0 => String::new(),

@@ -1,10 +1,7 @@
 //! Which executions run: every schedule (depth-first over the delivery choices) when there
 //! are few enough, else seeded random ones. The input records are fixed per exploration.
 
-use super::model::{Chooser, Inputs, Model, Outcome, Rec, execute, mix};
-
-/// Most schedules the exhaustive search may take: past it, exploration is random.
-pub const EXHAUSTIVE_BOUND: usize = 2000;
+use super::model::{Chooser, Exec, Inputs, Model, Outcome, Rec, execute, mix};
 
 /// SplitMix64, seeded per schedule: the same seed gives the same schedules.
 pub(crate) struct SplitMix(u64);
@@ -28,45 +25,6 @@ impl Chooser for SplitMix {
     }
 }
 
-/// Depth-first enumeration of choice sequences: replays a prefix, then takes the first choice.
-#[derive(Default)]
-struct Dfs {
-    prefix: Vec<usize>,
-    widths: Vec<usize>,
-    pos: usize,
-}
-
-impl Chooser for Dfs {
-    fn choose(&mut self, n: usize) -> usize {
-        let c = if self.pos < self.prefix.len() {
-            self.prefix[self.pos]
-        } else {
-            self.prefix.push(0);
-            0
-        };
-        self.widths.truncate(self.pos);
-        self.widths.push(n);
-        self.pos += 1;
-        c
-    }
-}
-
-impl Dfs {
-    /// Moves to the next unexplored sequence; false when every sequence was run.
-    fn advance(&mut self) -> bool {
-        self.prefix.truncate(self.pos);
-        self.pos = 0;
-        while let Some(last) = self.prefix.pop() {
-            let width = self.widths[self.prefix.len()];
-            if last + 1 < width {
-                self.prefix.push(last + 1);
-                return true;
-            }
-        }
-        false
-    }
-}
-
 /// The default input: per source, three records (attributes all 0, all 1, all 0) with
 /// distinct payloads, so that every gate partition of value 0 holds two records.
 pub fn default_inputs(m: &Model) -> Inputs {
@@ -76,6 +34,7 @@ pub fn default_inputs(m: &Model) -> Inputs {
                 .map(|t| Rec {
                     attrs: vec![(t % 2) as u8; m.attrs.len()],
                     payload: mix(s as u64 + 1, t + 1),
+                    depth: 0,
                 })
                 .collect()
         })
@@ -85,12 +44,36 @@ pub fn default_inputs(m: &Model) -> Inputs {
 /// How the schedules were chosen, and how many ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Exploration {
+    /// Executions run to their end (or to the delivery budget).
     pub schedules: usize,
+    /// Whether every schedule that matters was run: the search visited every distinct state
+    /// reachable through choices that do not commute, within its bound.
     pub exhaustive: bool,
+    /// States the exhaustive search visited.
+    pub states: usize,
 }
 
-/// Runs the schedules of `inputs`, handing each execution (None: inconclusive) to `visit`
-/// with its index, until `visit` returns false or the schedules run out.
+/// States the exhaustive search may visit per schedule of the budget, and in all.
+pub const STATES_PER_SCHEDULE: usize = 10;
+pub const MAX_STATES: usize = 200_000;
+
+/// A choice point of the exhaustive search: the state, its choices, the next one to take.
+struct Node<'m> {
+    exec: Exec<'m>,
+    choices: Vec<usize>,
+    next: usize,
+}
+
+/// Runs the executions of `inputs`, handing each (None: inconclusive) to `visit` with its
+/// index, until `visit` returns false or the schedules run out.
+///
+/// First a depth-first search over the choice points (deliveries that do not commute; see
+/// `Model::commutes`), skipping every state already visited; when it finishes within
+/// `schedules` executions and `STATES_PER_SCHEDULE * schedules` states, exploration is
+/// exhaustive. Otherwise the search stops at half the schedules and seeded random schedules
+/// run the rest: each picks uniformly among the choices at every choice point. The first
+/// execution always takes the first choice everywhere: the fixed schedule the others are
+/// compared with.
 pub fn explore(
     m: &Model,
     inputs: &Inputs,
@@ -99,40 +82,99 @@ pub fn explore(
     visit: &mut dyn FnMut(usize, Option<&Outcome>) -> bool,
 ) -> Exploration {
     let schedules = schedules.max(1);
-    // Exhaustive first, while it fits the bound: its executions are kept only if it finishes.
-    let bound = schedules.min(EXHAUSTIVE_BOUND);
-    let mut dfs = Dfs::default();
-    let mut all = Vec::new();
-    let mut finished = false;
-    while all.len() < bound {
-        all.push(execute(m, inputs, &mut dfs));
-        if !dfs.advance() {
-            finished = true;
+    let state_bound = schedules
+        .saturating_mul(STATES_PER_SCHEDULE)
+        .min(MAX_STATES);
+    let mut run = 0;
+    let mut states = 1;
+    let mut seen = std::collections::HashSet::new();
+    let mut stack: Vec<Node> = Vec::new();
+    let mut root = Exec::start(m, inputs);
+    match root.advance() {
+        None => {
+            visit(0, None);
+            return Exploration {
+                schedules: 1,
+                exhaustive: true,
+                states,
+            };
+        }
+        Some(choices) if choices.is_empty() => {
+            visit(0, Some(&root.finish()));
+            return Exploration {
+                schedules: 1,
+                exhaustive: true,
+                states,
+            };
+        }
+        Some(choices) => {
+            seen.insert(root.fingerprint());
+            stack.push(Node {
+                exec: root,
+                choices,
+                next: 0,
+            });
+        }
+    }
+    let limit = if schedules == 1 { 1 } else { schedules / 2 };
+    while let Some(top) = stack.last_mut() {
+        if top.next == top.choices.len() {
+            stack.pop();
+            continue;
+        }
+        if states >= state_bound || run >= limit {
             break;
         }
-    }
-    if finished {
-        for (i, o) in all.iter().enumerate() {
-            if !visit(i, o.as_ref()) {
-                break;
+        let mut child = top.exec.clone();
+        child.deliver_at(top.choices[top.next]);
+        top.next += 1;
+        states += 1;
+        match child.advance() {
+            None => {
+                run += 1;
+                if !visit(run - 1, None) {
+                    return Exploration {
+                        schedules: run,
+                        exhaustive: false,
+                        states,
+                    };
+                }
+            }
+            Some(choices) => {
+                if !seen.insert(child.fingerprint()) {
+                    continue;
+                }
+                if choices.is_empty() {
+                    run += 1;
+                    if !visit(run - 1, Some(&child.finish())) {
+                        return Exploration {
+                            schedules: run,
+                            exhaustive: false,
+                            states,
+                        };
+                    }
+                } else {
+                    stack.push(Node {
+                        exec: child,
+                        choices,
+                        next: 0,
+                    });
+                }
             }
         }
+    }
+    if stack.is_empty() {
         return Exploration {
-            schedules: all.len(),
+            schedules: run,
             exhaustive: true,
+            states,
         };
     }
-    drop(all);
-    // The first schedule is the fixed one (always the first enabled delivery), the reference
-    // the random ones are compared with.
-    let mut run = 0;
+    drop(stack);
+    drop(seen);
     while run < schedules {
-        let o = if run == 0 {
-            execute(m, inputs, &mut Dfs::default())
-        } else {
-            let mut rng = SplitMix::new(mix(seed, run as u64));
-            execute(m, inputs, &mut rng)
-        };
+        let mut rng = SplitMix::new(mix(seed, run as u64));
+        let o = execute(m, inputs, &mut rng);
         run += 1;
         if !visit(run - 1, o.as_ref()) {
             break;
@@ -141,25 +183,6 @@ pub fn explore(
     Exploration {
         schedules: run,
         exhaustive: false,
+        states,
     }
-}
-
-/// Re-runs schedule `index` of an exploration with the same parameters.
-pub fn replay(
-    m: &Model,
-    inputs: &Inputs,
-    schedules: usize,
-    seed: u64,
-    index: usize,
-) -> Option<Outcome> {
-    let mut found = None;
-    explore(m, inputs, schedules, seed, &mut |i, o| {
-        if i == index {
-            found = o.cloned();
-            false
-        } else {
-            true
-        }
-    });
-    found
 }

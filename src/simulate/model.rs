@@ -11,11 +11,13 @@ use crate::analysis::{Analysis, read_protected};
 use crate::graph::{CompId, Consumer, Dataflow, Direction, IfaceId, Producer};
 use crate::label::{Annotation, Attr, Gate, KeySet, Label};
 
-/// A record: one value (0 or 1) per attribute the spec names, and a payload.
+/// A record: one value (0 or 1) per attribute the spec names, a payload, and its depth: how
+/// many order-sensitive paths (`OW` states, `OR` answers) made it from a source's record.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Rec {
     pub attrs: Vec<u8>,
     pub payload: u64,
+    pub depth: u8,
 }
 
 /// Mixes two words; the non-commutative step of an `OW` fold and the hash of a read answer.
@@ -74,6 +76,8 @@ pub struct CompModel {
     pub outputs: Vec<IfaceId>,
     /// Inputs that feed a writing path and that some source reaches.
     pub written_inputs: Vec<IfaceId>,
+    /// Whether some edge out of the component carries seals (it punctuates its outputs).
+    pub seals_out: bool,
 }
 
 /// The dataflow compiled for execution.
@@ -91,11 +95,19 @@ pub struct Model {
     pub out_of: Vec<Vec<usize>>,
     /// Sources in order: declared sources, then external inputs; their edges.
     pub source_edges: Vec<(String, Vec<usize>)>,
-    /// Whether a component's output reaches a sink (through streams and paths).
+    /// Per output interface: the sinks it reaches (through streams, paths, and the state an
+    /// `OR` path reads).
     pub reaches: Vec<BTreeSet<usize>>,
     /// Per component: the components whose work can reach it (itself included), through
     /// streams, whatever the paths. An ordered component steps only when these are idle.
     pub upstream: Vec<Vec<bool>>,
+    /// Per interface: whether a record delivered to this input (of an unordered component)
+    /// commutes with every other delivery (see [`Model::commutes`]).
+    pub commuting: Vec<bool>,
+    /// Most deliveries one execution may make (see [`DELIVERY_BUDGET`]).
+    pub delivery_budget: usize,
+    /// Whether some component is ordered (else no ordered step is ever due).
+    pub any_ordered: bool,
     /// Switches for the negative controls of the tests.
     pub knobs: Knobs,
 }
@@ -107,6 +119,8 @@ pub struct Knobs {
     pub no_barrier: bool,
     /// Every delivery follows one fixed order (the first enabled one): no schedule differs.
     pub fixed_order: bool,
+    /// Every delivery is a choice: no delivery is taken as commuting with the others.
+    pub no_reduction: bool,
 }
 
 impl Model {
@@ -261,6 +275,10 @@ impl Model {
                 inputs: c.inputs.clone(),
                 outputs: c.outputs.clone(),
                 written_inputs,
+                seals_out: c
+                    .outputs
+                    .iter()
+                    .any(|o| out_of[o.index()].iter().any(|&e| edges[e].seal.is_some())),
             });
         }
 
@@ -280,10 +298,26 @@ impl Model {
                     continue;
                 }
                 let comp = &df.components[df.ifaces[o].component.index()];
-                for p in comp.paths.iter().filter(|p| p.output.index() == o) {
-                    for &e in &into[p.input.index()] {
-                        if let From::Output(up) = edges[e].from {
-                            stack.push(up.index());
+                // A read's answers depend on its input and on the state it reads: what the
+                // component's writing paths take in.
+                let writing = comp.paths.iter().filter(|w| w.annotation.writes());
+                // A path whose input no source reaches carries nothing, whatever it reads.
+                let live = |p: &&crate::graph::Path| labels.iface[p.input.index()].is_some();
+                for p in comp
+                    .paths
+                    .iter()
+                    .filter(|p| p.output.index() == o)
+                    .filter(live)
+                {
+                    let state = writing
+                        .clone()
+                        .filter(|_| p.annotation == Annotation::OR)
+                        .map(|w| w.input);
+                    for i in std::iter::once(p.input).chain(state) {
+                        for &e in &into[i.index()] {
+                            if let From::Output(up) = edges[e].from {
+                                stack.push(up.index());
+                            }
                         }
                     }
                 }
@@ -308,7 +342,17 @@ impl Model {
             }
         }
 
+        let commuting = (0..n_if)
+            .map(|i| {
+                let comp = &comps[df.ifaces[i].component.index()];
+                !knobs.no_reduction && input_commutes(comp, IfaceId(i as u32), knobs)
+            })
+            .collect();
+
         Model {
+            delivery_budget: DELIVERY_BUDGET.max(DELIVERY_BUDGET_PER_EDGE * edges.len()),
+            any_ordered: comps.iter().any(|c| c.ordered),
+            commuting,
             upstream,
             attrs: names.into_iter().map(|(n, _)| n).collect(),
             comps,
@@ -326,6 +370,25 @@ impl Model {
         }
     }
 
+    /// Whether delivering `msg` now commutes with every other delivery that can happen before
+    /// it in any execution from here, so that delivering it first loses no outcome (partial
+    /// order reduction). It does when it changes only state that every order of deliveries
+    /// ends with alike: a sink's set; an ordered component's queue (a set, taken in canonical
+    /// order); a seal into an unordered component (it only releases what a closed partition
+    /// holds, whose contents are final); a record into an input whose paths are all
+    /// confluent or buffered (see `input_commutes`).
+    pub fn commutes(&self, msg: &Msg) -> bool {
+        if self.knobs.no_reduction {
+            return false;
+        }
+        let input = match self.edges[msg.edge].to {
+            To::Sink(_) => return true,
+            To::Input(i) => i,
+        };
+        let comp = &self.comps[self.iface_comp[input.index()].index()];
+        comp.ordered || matches!(msg.body, Body::Seal(_)) || self.commuting[input.index()]
+    }
+
     /// How many instances the producer of an edge has.
     fn producer_instances(&self, e: usize) -> usize {
         match self.edges[e].from {
@@ -335,12 +398,36 @@ impl Model {
     }
 }
 
+/// Whether a record into `input` of (unordered) `comp` commutes with every other delivery
+/// into the component: every path it feeds forwards it (`CR`), answers it only once the
+/// partition read is final (a protected `OR`), or writes it into state (`CW`, a barriered
+/// `OW`) that no unprotected read of the component observes. An unbarriered `OW` folds in
+/// delivery order and an unprotected `OR` answers with the state of the moment: those
+/// deliveries are choices.
+fn input_commutes(comp: &CompModel, input: IfaceId, knobs: Knobs) -> bool {
+    let barriered = |p: &PathModel| p.barrier && !knobs.no_barrier;
+    let writes = comp.paths.iter().any(|p| p.annotation.writes());
+    let reads = comp
+        .paths
+        .iter()
+        .any(|p| p.annotation == Annotation::OR && !p.waits_for_seals);
+    comp.paths
+        .iter()
+        .filter(|p| p.input == input)
+        .all(|p| match p.annotation {
+            Annotation::CR => true,
+            Annotation::CW => !reads,
+            Annotation::OW => barriered(p) && !reads,
+            Annotation::OR => p.waits_for_seals || !writes,
+        })
+}
+
 /// The input of one execution: the records each source emits (same order as
 /// `Model::source_edges`).
 pub type Inputs = Vec<Vec<Rec>>;
 
 /// A message in flight on an edge, from one producer instance to one consumer instance.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Msg {
     pub edge: usize,
     pub from: usize,
@@ -348,7 +435,7 @@ pub struct Msg {
     pub body: Body,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Body {
     Rec(Rec),
     /// No more records whose attributes (at the edge's seal key) have these values.
@@ -364,18 +451,16 @@ pub struct Delivery {
     pub rec: Rec,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 struct Instance {
     received: BTreeMap<IfaceId, BTreeSet<Rec>>,
     /// Seals received: (edge, producer instance, values).
     seals: BTreeSet<(usize, usize, Vec<u8>)>,
     /// Ordered components: records and seals waiting for their turn.
     queue: BTreeSet<(Rec, IfaceId)>,
-    queued_seals: Vec<(usize, usize, Vec<u8>)>,
+    queued_seals: BTreeSet<(usize, usize, Vec<u8>)>,
     /// Per path: the OW fold state per gate partition.
     fold: Folds,
-    /// Per path: how many records each partition's fold took.
-    folded: BTreeMap<(usize, Vec<u8>), usize>,
     /// Per path: barrier buffers per gate partition, and the partitions released.
     held: BTreeMap<(usize, Vec<u8>), BTreeSet<Rec>>,
     released: BTreeSet<(usize, Vec<u8>)>,
@@ -402,25 +487,36 @@ pub struct Outcome {
     pub trace: Vec<Delivery>,
 }
 
-/// Chooses the next message among the enabled ones (`n > 1`).
+/// Chooses the next delivery among those that do not commute (`n > 1`).
 pub trait Chooser {
     fn choose(&mut self, n: usize) -> usize;
 }
 
-/// Most deliveries one execution may make: past it (a record circulating a cycle, fold states
-/// growing around one) the execution is inconclusive and observes nothing.
+/// Most deliveries one execution may make, at least, and per edge of the dataflow: past it the
+/// execution is inconclusive and observes nothing. A large dataflow needs more deliveries (a
+/// record crosses every edge on its way, once per consumer instance).
 pub const DELIVERY_BUDGET: usize = 4000;
+pub const DELIVERY_BUDGET_PER_EDGE: usize = 200;
 
-/// Most states an unbarriered `OW` emits per partition; later records still fold into the
-/// state (which instances compare) but emit nothing.
-pub const FOLD_EMISSIONS: usize = 4;
+/// The deepest record a path emits. An `OW` state or an `OR` answer is a new record, one
+/// deeper than the record it answers; in a cycle, answers would be read and answered forever.
+/// Deeper records are dropped where they are made: the depth is a function of how a record
+/// was derived, never of the schedule, so the cut keeps a deterministic stream deterministic
+/// (a cap on the number of answers would not: which answers pass would depend on the order).
+pub const MAX_DEPTH: u8 = 2;
 
-struct Exec<'m> {
+/// One execution in progress: every instance's state and the messages in flight. Cloned at
+/// the choice points of the exhaustive search.
+#[derive(Clone)]
+pub struct Exec<'m> {
     m: &'m Model,
     inst: Vec<Vec<Instance>>,
+    /// Messages in flight, kept sorted: the state does not depend on the order they were sent
+    /// in, and the choices are numbered the same way whatever path led to the state.
     pending: Vec<Msg>,
     sinks: Vec<BTreeSet<Rec>>,
     trace: Vec<Delivery>,
+    steps: usize,
 }
 
 fn project(rec_attrs: &[u8], key: &[usize]) -> Vec<u8> {
@@ -429,67 +525,132 @@ fn project(rec_attrs: &[u8], key: &[usize]) -> Vec<u8> {
 
 /// Runs one execution; `None` when the delivery budget runs out.
 pub fn execute(m: &Model, inputs: &Inputs, chooser: &mut dyn Chooser) -> Option<Outcome> {
-    let mut x = Exec {
-        m,
-        inst: m
-            .comps
-            .iter()
-            .map(|c| vec![Instance::default(); c.replicas])
-            .collect(),
-        pending: Vec::new(),
-        sinks: vec![BTreeSet::new(); m.sink_names.len()],
-        trace: Vec::new(),
-    };
-    for (s, (_, edges)) in m.source_edges.iter().enumerate() {
-        for &e in edges {
-            for r in &inputs[s] {
-                x.send(e, 0, Body::Rec(r.clone()));
-            }
-            if let Some(key) = &m.edges[e].seal {
-                for v in values(key.len()) {
-                    x.send(e, 0, Body::Seal(v));
+    let mut x = Exec::start(m, inputs);
+    loop {
+        let choices = x.advance()?;
+        if choices.is_empty() {
+            return Some(x.finish());
+        }
+        let pick = chooser.choose(choices.len()).min(choices.len() - 1);
+        x.deliver_at(choices[pick]);
+    }
+}
+
+impl<'m> Exec<'m> {
+    /// The state before any delivery: every source's records and seals in flight.
+    pub fn start(m: &'m Model, inputs: &Inputs) -> Exec<'m> {
+        let mut x = Exec {
+            m,
+            inst: m
+                .comps
+                .iter()
+                .map(|c| vec![Instance::default(); c.replicas])
+                .collect(),
+            pending: Vec::new(),
+            sinks: vec![BTreeSet::new(); m.sink_names.len()],
+            trace: Vec::new(),
+            steps: 0,
+        };
+        for (s, (_, edges)) in m.source_edges.iter().enumerate() {
+            for &e in edges {
+                for r in &inputs[s] {
+                    x.send(e, 0, Body::Rec(r.clone()));
+                }
+                if let Some(key) = &m.edges[e].seal {
+                    for v in values(key.len()) {
+                        x.send(e, 0, Body::Seal(v));
+                    }
                 }
             }
         }
+        x
     }
-    let mut steps = 0;
-    loop {
-        if x.ordered_step(false) {
-            continue;
-        }
-        let enabled = x.enabled();
-        if enabled.is_empty() {
-            if !x.ordered_step(true) {
-                break;
+
+    /// Does everything that needs no choice: the ordered components' steps, and every
+    /// delivery that commutes with all others (see `Model::commutes`), until the next choice
+    /// point. Returns the deliveries to choose from (indexes of the messages in flight),
+    /// empty at quiescence, `None` once the delivery budget is spent.
+    pub fn advance(&mut self) -> Option<Vec<usize>> {
+        loop {
+            if self.ordered_step(false) {
+                continue;
             }
-            continue;
+            if self.steps >= self.m.delivery_budget && !self.pending.is_empty() {
+                return None;
+            }
+            // Records that commute are always enabled (no need to look at the seals), and may
+            // be delivered in any order: all of them at once, in one pass over the messages.
+            if !self.m.knobs.fixed_order {
+                let (now, rest): (Vec<Msg>, Vec<Msg>) = std::mem::take(&mut self.pending)
+                    .into_iter()
+                    .partition(|m| matches!(m.body, Body::Rec(_)) && self.m.commutes(m));
+                self.pending = rest;
+                if !now.is_empty() {
+                    for msg in now {
+                        self.steps += 1;
+                        self.deliver(msg);
+                    }
+                    continue;
+                }
+            }
+            let enabled = self.enabled();
+            if enabled.is_empty() {
+                if self.ordered_step(true) {
+                    continue;
+                }
+                return Some(Vec::new());
+            }
+            let forced = if self.m.knobs.fixed_order || enabled.len() == 1 {
+                Some(enabled[0])
+            } else {
+                enabled
+                    .iter()
+                    .copied()
+                    .find(|&i| self.m.commutes(&self.pending[i]))
+            };
+            match forced {
+                Some(i) => self.deliver_at(i),
+                None => return Some(enabled),
+            }
         }
-        steps += 1;
-        if steps > DELIVERY_BUDGET {
-            return None;
-        }
-        let pick = if enabled.len() == 1 || m.knobs.fixed_order {
-            0
-        } else {
-            chooser.choose(enabled.len()).min(enabled.len() - 1)
-        };
-        let msg = x.pending.remove(enabled[pick]);
-        x.deliver(msg);
     }
-    Some(Outcome {
-        sinks: x.sinks,
-        emitted: x
-            .inst
-            .iter()
-            .map(|is| is.iter().map(|i| i.emitted.clone()).collect())
-            .collect(),
-        fold: x
-            .inst
-            .iter()
-            .map(|is| is.iter().map(|i| i.fold.clone()).collect())
-            .collect(),
-        trace: x.trace,
-    })
+
+    /// Delivers the message in flight at `index`.
+    pub fn deliver_at(&mut self, index: usize) {
+        self.steps += 1;
+        let msg = self.pending.remove(index);
+        self.deliver(msg);
+    }
+
+    /// A hash of the state (instances, messages in flight, sinks; not the trace): two
+    /// executions with the same fingerprint continue identically.
+    pub fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        // SipHash with fixed keys: the same state hashes the same in every run.
+        let mut h = std::hash::DefaultHasher::new();
+        self.inst.hash(&mut h);
+        self.pending.hash(&mut h);
+        self.sinks.hash(&mut h);
+        h.finish()
+    }
+
+    /// What the execution ends with.
+    pub fn finish(self) -> Outcome {
+        Outcome {
+            sinks: self.sinks,
+            emitted: self
+                .inst
+                .iter()
+                .map(|is| is.iter().map(|i| i.emitted.clone()).collect())
+                .collect(),
+            fold: self
+                .inst
+                .iter()
+                .map(|is| is.iter().map(|i| i.fold.clone()).collect())
+                .collect(),
+            trace: self.trace,
+        }
+    }
 }
 
 /// Every assignment of 0/1 to `n` attributes (none past 8 attributes: such a key is never
@@ -516,12 +677,14 @@ impl Exec<'_> {
             return;
         }
         for to in 0..self.consumers(edge) {
-            self.pending.push(Msg {
+            let msg = Msg {
                 edge,
                 from,
                 to,
                 body: body.clone(),
-            });
+            };
+            let at = self.pending.partition_point(|p| *p <= msg);
+            self.pending.insert(at, msg);
         }
     }
 
@@ -529,6 +692,9 @@ impl Exec<'_> {
     /// partition's records is still in flight on the same channel (edge, producer instance,
     /// consumer instance).
     fn enabled(&self) -> Vec<usize> {
+        if !self.pending.iter().any(|m| matches!(m.body, Body::Seal(_))) {
+            return (0..self.pending.len()).collect();
+        }
         let mut busy: BTreeSet<(usize, usize, usize, Vec<u8>)> = BTreeSet::new();
         for o in &self.pending {
             if let (Body::Rec(r), Some(key)) = (&o.body, &self.m.edges[o.edge].seal) {
@@ -574,7 +740,7 @@ impl Exec<'_> {
             Body::Seal(v) => {
                 let inst = &mut self.inst[c][msg.to];
                 if ordered {
-                    inst.queued_seals.push((msg.edge, msg.from, v));
+                    inst.queued_seals.insert((msg.edge, msg.from, v));
                 } else {
                     inst.seals.insert((msg.edge, msg.from, v));
                     self.settle(c, msg.to);
@@ -611,6 +777,9 @@ impl Exec<'_> {
     /// (every instance the same), or, once no record is queued, its queued seals. Returns
     /// whether anything happened.
     fn ordered_step(&mut self, any: bool) -> bool {
+        if !self.m.any_ordered {
+            return false;
+        }
         for c in 0..self.m.comps.len() {
             if !self.m.comps[c].ordered || !self.has_work(c) {
                 continue;
@@ -665,19 +834,12 @@ impl Exec<'_> {
                     if p.barrier && !self.m.knobs.no_barrier {
                         inst.held.entry((pi, part)).or_default().insert(r.clone());
                     } else {
-                        // At most FOLD_EMISSIONS states per partition: a fold inside a cycle
-                        // would otherwise feed itself new states forever.
-                        let n = inst.folded.entry((pi, part.clone())).or_insert(0);
-                        *n += 1;
-                        let quiet = *n > FOLD_EMISSIONS;
                         let st = inst.fold.entry((pi, part)).or_insert(0);
                         *st = mix(*st, r.payload);
-                        if quiet {
-                            continue;
-                        }
                         let out = Rec {
                             attrs: r.attrs.clone(),
                             payload: *st,
+                            depth: r.depth.saturating_add(1),
                         };
                         self.emit(c, k, p.output, out);
                     }
@@ -713,6 +875,7 @@ impl Exec<'_> {
         Rec {
             attrs: r.attrs.clone(),
             payload: mix(h, 0x5EED),
+            depth: r.depth.saturating_add(1),
         }
     }
 
@@ -735,6 +898,11 @@ impl Exec<'_> {
     /// outputs whose partitions can receive nothing more.
     fn settle(&mut self, c: usize, k: usize) {
         let comp = &self.m.comps[c];
+        let inst = &self.inst[c][k];
+        if inst.held.is_empty() && inst.waiting.values().all(BTreeSet::is_empty) && !comp.seals_out
+        {
+            return;
+        }
         let n_attrs = self.m.attrs.len();
         let full = |r: &Rec| -> Vec<Option<u8>> { r.attrs.iter().map(|&a| Some(a)).collect() };
         loop {
@@ -757,6 +925,12 @@ impl Exec<'_> {
                 let out = Rec {
                     attrs: first.attrs.clone(),
                     payload: *st,
+                    depth: recs
+                        .iter()
+                        .map(|r| r.depth)
+                        .max()
+                        .unwrap_or(0)
+                        .saturating_add(1),
                 };
                 self.emit(c, k, p.output, out);
                 progress = true;
@@ -824,6 +998,9 @@ impl Exec<'_> {
     }
 
     fn emit(&mut self, c: usize, k: usize, o: IfaceId, r: Rec) {
+        if r.depth > MAX_DEPTH {
+            return;
+        }
         if !self.inst[c][k]
             .emitted
             .entry(o)

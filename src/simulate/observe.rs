@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::graph::IfaceId;
 use crate::label::Label;
 
-use super::model::{Model, Outcome, Rec};
+use super::model::{Model, Outcome};
 
 /// The worst thing observed at a sink, from best to worst.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -46,15 +46,18 @@ impl Observed {
     }
 }
 
-/// Where an observation comes from: two executions, or two instances of one execution.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where an observation comes from: two executions, or two instances of one execution. The
+/// executions are kept: a witness is built from them without running anything again.
+#[derive(Clone, Debug)]
 pub enum Evidence {
-    /// Two executions (schedule indexes) whose sink contents differ.
-    Runs(usize, usize),
-    /// In the execution of schedule `run`, instances 0 and `other` of component `comp` emitted different sets
-    /// on `output` (Inst), or ended with different fold states on path `path` (Diverge).
+    /// Two executions (schedule indexes, outcomes) whose sink contents differ.
+    Runs(Box<[(usize, Outcome); 2]>),
+    /// In the execution of schedule `run`, instances 0 and `other` of component `comp`
+    /// emitted different sets on `output` (Inst), or ended with different fold states on path
+    /// `path` (Diverge).
     Instances {
         run: usize,
+        outcome: Box<Outcome>,
         comp: usize,
         other: usize,
         output: IfaceId,
@@ -69,13 +72,27 @@ pub struct SinkObservation {
     pub evidence: Option<Evidence>,
 }
 
+/// Raises a sink's observation to `level`; the evidence is built only when it is new.
+fn raise(
+    sinks: &mut [SinkObservation],
+    sink: usize,
+    level: Observed,
+    evidence: &dyn Fn() -> Evidence,
+) {
+    let s = &mut sinks[sink];
+    if level > s.observed {
+        s.observed = level;
+        s.evidence = Some(evidence());
+    }
+}
+
 /// Folds executions into per-sink observations, one execution at a time (the executions are
 /// not kept: only the first one, as the reference runs are compared with).
 pub struct Observer<'m> {
     m: &'m Model,
     pub sinks: Vec<SinkObservation>,
-    /// The first complete execution: its schedule index and sink contents.
-    reference: Option<(usize, Vec<BTreeSet<Rec>>)>,
+    /// The first complete execution: its schedule index and outcome.
+    reference: Option<(usize, Outcome)>,
     pub complete: usize,
     pub inconclusive: usize,
 }
@@ -97,12 +114,8 @@ impl<'m> Observer<'m> {
         }
     }
 
-    fn raise(&mut self, sink: usize, level: Observed, evidence: Evidence) {
-        let s = &mut self.sinks[sink];
-        if level > s.observed {
-            s.observed = level;
-            s.evidence = Some(evidence);
-        }
+    fn raise(&mut self, sink: usize, level: Observed, evidence: &dyn Fn() -> Evidence) {
+        raise(&mut self.sinks, sink, level, evidence);
     }
 
     /// Takes one execution into account; `None` is an inconclusive one (budget exhausted).
@@ -112,14 +125,17 @@ impl<'m> Observer<'m> {
             return;
         };
         self.complete += 1;
-        match &self.reference {
-            None => self.reference = Some((run, o.sinks.clone())),
+        match self.reference.take() {
+            None => self.reference = Some((run, o.clone())),
             Some((first, r)) => {
-                let first = *first;
-                let differing: Vec<usize> = (0..r.len()).filter(|&s| r[s] != o.sinks[s]).collect();
-                for s in differing {
-                    self.raise(s, Observed::Run, Evidence::Runs(first, run));
+                for s in 0..r.sinks.len() {
+                    if r.sinks[s] != o.sinks[s] {
+                        self.raise(s, Observed::Run, &|| {
+                            Evidence::Runs(Box::new([(first, r.clone()), (run, o.clone())]))
+                        });
+                    }
                 }
+                self.reference = Some((first, r));
             }
         }
         for (c, comp) in self.m.comps.iter().enumerate() {
@@ -136,15 +152,16 @@ impl<'m> Observer<'m> {
                 };
                 let first = set(0);
                 if let Some(other) = (1..comp.replicas).find(|&k| set(k) != first) {
-                    for &s in &self.m.reaches[out.index()].clone() {
-                        let ev = Evidence::Instances {
+                    for &s in &self.m.reaches[out.index()] {
+                        let ev = || Evidence::Instances {
                             run,
+                            outcome: Box::new(o.clone()),
                             comp: c,
                             other,
                             output: out,
                             path: None,
                         };
-                        self.raise(s, Observed::Inst, ev);
+                        raise(&mut self.sinks, s, Observed::Inst, &ev);
                     }
                 }
             }
@@ -161,15 +178,16 @@ impl<'m> Observer<'m> {
                 };
                 let first = state(0);
                 if let Some(other) = (1..comp.replicas).find(|&k| state(k) != first) {
-                    for &s in &self.m.reaches[p.output.index()].clone() {
-                        let ev = Evidence::Instances {
+                    for &s in &self.m.reaches[p.output.index()] {
+                        let ev = || Evidence::Instances {
                             run,
+                            outcome: Box::new(o.clone()),
                             comp: c,
                             other,
                             output: p.output,
                             path: Some(pi),
                         };
-                        self.raise(s, Observed::Diverge, ev);
+                        raise(&mut self.sinks, s, Observed::Diverge, &ev);
                     }
                 }
             }

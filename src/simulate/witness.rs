@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use crate::analysis::Analysis;
 
-use super::explore::{explore, replay};
+use super::explore::explore;
 use super::model::{Inputs, Model, Outcome, Rec};
 use super::observe::{Evidence, Observed, Observer};
 
@@ -70,7 +70,7 @@ fn observe(
 }
 
 /// Builds the witness of `level` at `sink`: shrinks the input (one record at a time, keeping a
-/// removal when the observation survives it), then replays the evidence.
+/// removal when the observation survives it), then presents the evidence.
 #[allow(clippy::too_many_arguments)]
 pub fn witness(
     m: &Model,
@@ -85,7 +85,6 @@ pub fn witness(
 ) -> Option<Witness> {
     let mut inputs = inputs.clone();
     let mut evidence = evidence;
-    let mut budget = schedules;
     if shrink {
         let steps = schedules.min(SHRINK_SCHEDULES);
         for s in 0..inputs.len() {
@@ -97,7 +96,6 @@ pub fn witness(
                     (o, Some(ev)) if o >= level => {
                         inputs = fewer;
                         evidence = ev;
-                        budget = steps;
                     }
                     _ => t += 1,
                 }
@@ -105,9 +103,8 @@ pub fn witness(
         }
     }
     let (a, b, comp, inst) = match evidence {
-        Evidence::Runs(x, y) => {
-            let a = replay(m, &inputs, budget, seed, x)?;
-            let b = replay(m, &inputs, budget, seed, y)?;
+        Evidence::Runs(pair) => {
+            let [(x, a), (y, b)] = *pair;
             (
                 (a, 0, format!("schedule {x}")),
                 (b, 0, format!("schedule {y}")),
@@ -117,12 +114,13 @@ pub fn witness(
         }
         Evidence::Instances {
             run,
+            outcome,
             comp,
             other,
             output,
             path: _,
         } => {
-            let a = replay(m, &inputs, budget, seed, run)?;
+            let a = *outcome;
             (
                 (a.clone(), 0, format!("schedule {run}, instance 1")),
                 (a, other, format!("schedule {run}, instance {}", other + 1)),
