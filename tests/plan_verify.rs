@@ -78,7 +78,7 @@ fn human_output_says_how_many_schedules_verified_the_plan() {
             .unwrap_or_else(|| panic!("{spec}: {text}"));
         assert!(
             rest == "  verified: no sink observed worse than it tolerates in 1,000 random schedules with seed 1, 2 instances per replicated component\n"
-                || rest.starts_with("  verified: no sink observed worse than it tolerates in all "),
+                || rest.starts_with("  verified: no sink observed worse than it tolerates in the "),
             "{spec}: {rest}"
         );
     }
@@ -121,7 +121,10 @@ fn the_same_seed_gives_the_same_bytes() {
         let a = blazes(&args);
         let b = blazes(&args);
         assert_eq!(a.stdout, b.stdout, "{format}");
-        assert!(stdout(&a).contains("seed") && stdout(&a).contains('5'));
+        // Human output names the seed only when schedules were drawn at random.
+        if format != "human" {
+            assert!(stdout(&a).contains("seed") && stdout(&a).contains('5'));
+        }
     }
 }
 
@@ -144,7 +147,8 @@ fn schedule_flags_conflict_with_no_simulate() {
         "3",
         "--schedules",
         "20",
-        "specs/wordcount.yaml",
+        // Explored at random with 20 schedules (the word count is exhaustive in one).
+        "specs/replicated-stage.yaml",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(

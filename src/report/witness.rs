@@ -35,11 +35,15 @@ impl Witnesses {
     }
 }
 
-/// `all 37 schedules, exhaustively` or `1,000 random schedules with seed 1`.
+/// `the 37 schedules that cover every delivery order` or `1,000 random schedules with seed 1`.
 pub fn exploration(schedules: usize, exhaustive: bool, seed: u64) -> String {
     let noun = crate::vocabulary::noun(schedules, "schedule", "schedules");
     if exhaustive {
-        format!("all {} {noun}, exhaustively", thousands(schedules))
+        let cover = if schedules == 1 { "covers" } else { "cover" };
+        format!(
+            "the {} {noun} that {cover} every delivery order",
+            thousands(schedules)
+        )
     } else {
         format!("{} random {noun} with seed {seed}", thousands(schedules))
     }
