@@ -267,7 +267,7 @@ impl<P, R> BarrierHandle<P, R> {
             .send((op, reply))
             .await
             .map_err(|_| ServiceError::Stopped)?;
-        answer.await.unwrap_or(Err(ServiceError::Stopped))
+        super::answer_or_stopped(&self.tx, answer).await
     }
 
     /// Offers record `index` of `producer` for `partition`; resolves once the barrier accepted

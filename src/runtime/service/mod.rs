@@ -61,7 +61,28 @@ pub(super) async fn call<Req, T, E>(
     tx.send(make(reply))
         .await
         .map_err(|_| ServiceError::Stopped)?;
-    answer.await.unwrap_or(Err(ServiceError::Stopped))
+    answer_or_stopped(tx, answer).await
+}
+
+/// Waits for the task's answer, or for the task to be gone.
+///
+/// Why not just `answer.await`: a send that races with the task's end can leave the request
+/// (and its reply sender) queued in a channel whose receiver is already dropped; tokio frees
+/// such a value only when the last sender goes, and the caller holds one while it waits, so
+/// the answer would never come. `tx.closed()` resolves once the receiver is dropped; an answer
+/// already given still wins (`biased`).
+pub(super) async fn answer_or_stopped<Req, T, E>(
+    tx: &mpsc::Sender<Req>,
+    mut answer: oneshot::Receiver<Result<T, ServiceError<E>>>,
+) -> Result<T, ServiceError<E>> {
+    tokio::select! {
+        biased;
+        answered = &mut answer => answered.unwrap_or(Err(ServiceError::Stopped)),
+        () = tx.closed() => match answer.try_recv() {
+            Ok(answered) => answered,
+            Err(_) => Err(ServiceError::Stopped),
+        },
+    }
 }
 
 /// Runs `op` on `core` on tokio's blocking pool, for the calls that write and fsync a log; the
@@ -94,3 +115,55 @@ mod session;
 pub use barrier::{BarrierConfig, BarrierHandle, BarrierService, Stalled};
 pub use sequencer::{AsyncLog, Blocking, SequencerHandle, SequencerService};
 pub use session::{SessionConfig, SessionHandle, SessionService};
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    type Reply = oneshot::Sender<Result<(), ServiceError<()>>>;
+
+    /// A request sent with a permit taken before the task ended lands in the channel after its
+    /// receiver is gone (the race a killed service meets). The caller must hear `Stopped`.
+    #[tokio::test]
+    async fn a_request_queued_after_the_task_ended_is_answered_stopped() {
+        let (tx, rx) = mpsc::channel::<Reply>(4);
+        let permit = tx.reserve().await.unwrap();
+        drop(rx);
+        let (reply, answer) = oneshot::channel();
+        permit.send(reply);
+        let got = tokio::time::timeout(Duration::from_secs(5), answer_or_stopped(&tx, answer))
+            .await
+            .expect("the caller must not wait forever");
+        assert!(matches!(got, Err(ServiceError::Stopped)));
+    }
+
+    /// Control: waiting on the answer alone, as the services did, never ends in that race.
+    #[tokio::test]
+    async fn control_waiting_on_the_answer_alone_hangs() {
+        let (tx, rx) = mpsc::channel::<Reply>(4);
+        let permit = tx.reserve().await.unwrap();
+        drop(rx);
+        let (reply, answer) = oneshot::channel();
+        permit.send(reply);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(200), answer)
+                .await
+                .is_err()
+        );
+        drop(tx);
+    }
+
+    /// An answer given before the task ended still wins over the closed channel.
+    #[tokio::test]
+    async fn an_answer_given_before_the_end_is_kept() {
+        let (tx, rx) = mpsc::channel::<Reply>(4);
+        let (reply, answer) = oneshot::channel();
+        tx.send(reply).await.unwrap();
+        let mut rx = rx;
+        rx.recv().await.unwrap().send(Ok(())).unwrap();
+        drop(rx);
+        assert!(matches!(answer_or_stopped(&tx, answer).await, Ok(())));
+    }
+}

@@ -212,7 +212,13 @@ impl SessionHandle {
             .send(SessionRequest::Register(worker, reply))
             .await
             .map_err(|_| ServiceError::Stopped)?;
-        answer.await.map_err(|_| ServiceError::Stopped)
+        // As in `answer_or_stopped`: a request queued as the task ends is never answered.
+        let mut answer = answer;
+        tokio::select! {
+            biased;
+            answered = &mut answer => answered.map_err(|_| ServiceError::Stopped),
+            () = self.tx.closed() => answer.try_recv().map_err(|_| ServiceError::Stopped),
+        }
     }
 
     /// Starts a new epoch for a (re)started `producer` ([`SessionBroker::begin_epoch`]);
