@@ -269,6 +269,24 @@ fn apply_refuses_the_input_and_reports_write_errors() {
         .collect();
     assert!(leftovers.is_empty());
 
+    // An OUT that exists and differs may hold the user's edits: kept unless --force.
+    let out = dir.join("planned.yaml");
+    let o_s = out.to_str().unwrap();
+    std::fs::write(&out, "# my notes\n").unwrap();
+    let o = blazes(&["plan", s, "--apply", o_s]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("pass --force"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "# my notes\n");
+    let o = blazes(&["plan", s, "--apply", o_s, "--force"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let planned = std::fs::read_to_string(&out).unwrap();
+    assert!(planned.contains("order: [batch, word]"));
+    // The same plan again: the file already holds it, so no --force is needed.
+    let o = blazes(&["plan", s, "--apply", o_s]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("needs no change"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), planned);
+
     let o = blazes(&["plan", s, "--in-place"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let edited = std::fs::read_to_string(&spec).unwrap();

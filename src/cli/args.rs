@@ -400,9 +400,13 @@ pub(crate) struct PlanArgs {
     pub format: &'static Format<PlanWrite>,
     /// Write the spec with the plan's mechanisms recorded in it to OUT (atomically; one spec
     /// only), in the spec's own syntax (a JSON spec stays JSON). Refuses to overwrite SPEC
-    /// unless --in-place is given.
+    /// unless --in-place is given, and an existing OUT that differs unless --force is given
+    /// (it may hold your edits).
     #[arg(long, value_name = "OUT", conflicts_with = "from")]
     pub apply: Option<PathBuf>,
+    /// Replace an existing --apply OUT that differs from the planned spec.
+    #[arg(long, requires = "apply")]
+    pub force: bool,
     /// Write each spec's plan into the spec itself (alone, with one spec, it means
     /// `--apply SPEC`).
     #[arg(long, conflicts_with = "from")]

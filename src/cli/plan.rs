@@ -173,12 +173,22 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
                 } else {
                     let edited =
                         plan::apply::apply_verified(&report.text, plan, &limits, options.fail_on);
+                    // What OUT holds now: the spec itself under --in-place, else whatever
+                    // file is there (a previous plan, or the user's own edits).
+                    let existing = match args.in_place {
+                        true => Some(report.text.clone().into_bytes()),
+                        false => std::fs::read(&o).ok(),
+                    };
                     // Rewriting an unchanged file would still bump its modification time and
                     // trigger watchers and rebuilds for nothing.
-                    let unchanged = args.in_place && edited.as_deref() == Ok(report.text.as_str());
-                    let written = edited.and_then(|t| match unchanged {
-                        true => Ok(()),
-                        false => write_atomically(&o, t.as_bytes()).map_err(|e| {
+                    let unchanged = matches!((&edited, &existing), (Ok(t), Some(e)) if t.as_bytes() == e.as_slice());
+                    let clobbers = !args.in_place && !args.force && existing.is_some();
+                    let written = edited.and_then(|t| match (unchanged, clobbers) {
+                        (true, _) => Ok(()),
+                        (false, true) => Err(format!(
+                            "refusing to overwrite `{output}`, which exists and differs (it may hold your edits); pass --force to replace it, or --apply another file"
+                        )),
+                        (false, false) => write_atomically(&o, t.as_bytes()).map_err(|e| {
                             format!("cannot write `{output}`: {}", io_reason(&e, Access::Write))
                         }),
                     });
