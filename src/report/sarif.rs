@@ -245,7 +245,10 @@ struct ResultOut<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     related_locations: Vec<LocationOut<'a>>,
     rule_id: &'static str,
-    rule_index: usize,
+    /// Index of the rule in the driver's `rules`; omitted rather than pointing at another
+    /// rule if a code were ever missing from the registry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rule_index: Option<usize>,
 }
 
 /// The kept findings, serialised one at a time.
@@ -511,10 +514,7 @@ fn result<'a>(
         },
         related_locations: related,
         rule_id: d.code.id,
-        rule_index: codes::ALL
-            .iter()
-            .position(|c| c.id == d.code.id)
-            .unwrap_or(0),
+        rule_index: codes::ALL.iter().position(|c| c.id == d.code.id),
     }
 }
 /// SARIF validators want sentences; our messages and summaries are written without the final
