@@ -149,3 +149,29 @@ fn an_unreachable_server_is_exit_2_with_one_sentence() {
     assert!(stderr(&o).contains("cannot connect"), "{}", stderr(&o));
     assert_clean_failure(&o);
 }
+
+/// `deploy` takes `plan`'s flags: with `--allow keyed` the word count that could be sealed is
+/// deployed with the keyed order `blazes plan --allow keyed` chooses, not the seal barrier of
+/// the default plan; with `--fail-on never` nothing needs deploying.
+#[test]
+fn the_deployed_plan_is_chosen_by_the_plan_flags() {
+    let spec = "specs/wordcount-sealable.yaml";
+    let run = |flags: &[&str]| {
+        let mut args = vec!["deploy", "--dry-run", spec];
+        args.extend_from_slice(flags);
+        let o = blazes(&args);
+        assert_eq!(o.status.code(), Some(0), "{flags:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    let default = run(&[]);
+    assert!(default.contains("seal-barrier"), "{default}");
+    assert!(!default.contains("keyed-order"), "{default}");
+    let keyed = run(&["--allow", "keyed"]);
+    assert!(
+        keyed.contains("keyed-order on Count by [batch, word]"),
+        "{keyed}"
+    );
+    assert!(!keyed.contains("seal-barrier"), "{keyed}");
+    let never = run(&["--fail-on", "never"]);
+    assert!(never.contains("nothing to deploy"), "{never}");
+}

@@ -651,3 +651,34 @@ fn output_misuse_is_a_usage_error() {
     assert_eq!(left, ["other"], "nothing was written");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `render --plan` takes `plan`'s flags and draws the plan they choose: for each combination,
+/// the picture agrees with `blazes plan --format json` run with the same flags, and a flag that
+/// changes the plan changes the picture.
+#[test]
+fn render_plan_draws_the_plan_chosen_by_the_same_flags() {
+    let path = "specs/wordcount-sealable.yaml";
+    let choices: [&[&str]; 3] = [&[], &["--allow", "keyed"], &["--fail-on", "never"]];
+    let mut drawn = Vec::new();
+    for flags in choices {
+        let mut args = vec!["plan", "--format", "json", "--no-simulate", path];
+        args.extend_from_slice(flags);
+        let o = blazes(&args);
+        let plan: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let mut args = vec!["render", "--plan", path];
+        args.extend_from_slice(flags);
+        let o = blazes(&args);
+        assert_eq!(o.status.code(), Some(0), "{flags:?}: {}", stderr(&o));
+        let dot = stdout(&o);
+        agrees_with_plan(&dot, &plan["files"][0]).unwrap_or_else(|e| panic!("{flags:?}: {e}"));
+        drawn.push(dot);
+    }
+    assert!(drawn[0].contains("<B>+</B> seal: batch"), "{}", drawn[0]);
+    assert!(drawn[1].contains("<B>+</B> keyed order"), "{}", drawn[1]);
+    assert!(!drawn[1].contains("<B>+</B> seal: batch"));
+    assert!(
+        drawn[2].contains("plan: nothing to coordinate"),
+        "nothing to repair: {}",
+        drawn[2]
+    );
+}

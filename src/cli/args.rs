@@ -373,6 +373,9 @@ pub(crate) struct RenderArgs {
     /// mechanisms it adds marked `+` (dashed), and a legend.
     #[arg(long)]
     pub plan: bool,
+    /// How the drawn plan is chosen (with --plan), as for `blazes plan`.
+    #[command(flatten)]
+    pub choice: PlanChoiceArgs,
     #[command(flatten)]
     pub from: FromArgs,
     #[command(flatten)]
@@ -411,6 +414,24 @@ pub(crate) struct PlanArgs {
     /// `--apply SPEC`).
     #[arg(long, conflicts_with = "from")]
     pub in_place: bool,
+    #[command(flatten)]
+    pub choice: PlanChoiceArgs,
+    /// Skip the verification of each plan by execution (the simulator run on the repaired
+    /// spec, which fails the plan when some sink is observed worse than it tolerates).
+    #[arg(long)]
+    pub no_simulate: bool,
+    #[command(flatten)]
+    pub run: ScheduleArgs,
+    #[command(flatten)]
+    pub from: FromArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// What decides which plan is chosen: the same flags for `plan`, `render --plan` and
+/// `deploy`, so that the plan drawn or deployed is the plan `blazes plan` printed.
+#[derive(clap::Args, Debug)]
+pub(crate) struct PlanChoiceArgs {
     /// How bad the label of a sink that declares no `tolerate:` must be to need repair; a
     /// sink's own `tolerate:` decides alone, whatever this says.
     #[arg(long, value_enum, default_value_t = FailOnArg::Run)]
@@ -432,16 +453,22 @@ pub(crate) struct PlanArgs {
     /// Most analyses the exact search may run before it falls back to the greedy plan.
     #[arg(long, value_name = "N", default_value_t = crate::plan::EVALUATION_BUDGET)]
     pub exact_budget: usize,
-    /// Skip the verification of each plan by execution (the simulator run on the repaired
-    /// spec, which fails the plan when some sink is observed worse than it tolerates).
-    #[arg(long)]
-    pub no_simulate: bool,
-    #[command(flatten)]
-    pub run: ScheduleArgs,
-    #[command(flatten)]
-    pub from: FromArgs,
-    #[command(flatten)]
-    pub limits: LimitArgs,
+}
+
+impl PlanChoiceArgs {
+    /// The planner's options these flags stand for.
+    pub fn options(&self) -> crate::plan::Options {
+        crate::plan::Options {
+            fail_on: self.fail_on.into(),
+            allowed: crate::plan::Allowed {
+                seal: self.allow.contains(&MechanismArg::Seal),
+                keyed: self.allow.contains(&MechanismArg::Keyed),
+                global: self.allow.contains(&MechanismArg::Global),
+            },
+            exact_limit: usize::from(self.exact_limit),
+            evaluation_budget: self.exact_budget,
+        }
+    }
 }
 
 impl From<FailOnArg> for FailOn {

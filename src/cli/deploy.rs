@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use super::args::{LimitArgs, MechanismArg};
+use super::args::{LimitArgs, PlanChoiceArgs};
 use super::io::{check_file, use_color};
 use super::usage_error;
 use crate::check::{EXIT_CLEAN, EXIT_FINDINGS, EXIT_INVALID, Options, Outcome};
@@ -29,14 +29,10 @@ pub(crate) struct DeployArgs {
     #[arg(long, value_name = "N", default_value_t = deploy::DEFAULT_REPLICAS as u8,
           value_parser = clap::value_parser!(u8).range(1..=5))]
     pub replicas: u8,
-    /// Mechanisms the plan may use, comma-separated (as `blazes plan --allow`).
-    #[arg(
-        long,
-        value_enum,
-        value_delimiter = ',',
-        default_values_t = [MechanismArg::Seal, MechanismArg::Keyed, MechanismArg::Global]
-    )]
-    pub allow: Vec<MechanismArg>,
+    /// How the deployed plan is chosen, as for `blazes plan`: the same flags deploy the plan
+    /// it printed.
+    #[command(flatten)]
+    pub choice: PlanChoiceArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -60,15 +56,7 @@ fn deployment(args: &DeployArgs) -> Result<Deployment, i32> {
         eprint!("{text}");
         return Err(EXIT_INVALID);
     };
-    let plan_options = crate::plan::Options {
-        fail_on: options.fail_on,
-        allowed: crate::plan::Allowed {
-            seal: args.allow.contains(&MechanismArg::Seal),
-            keyed: args.allow.contains(&MechanismArg::Keyed),
-            global: args.allow.contains(&MechanismArg::Global),
-        },
-        ..crate::plan::Options::default()
-    };
+    let plan_options = args.choice.options();
     let plan = crate::plan::plan(&a.dataflow, &plan_options);
     let document = report::plan_json::render(&report.path, plan.named(&a.dataflow));
     let derived = deploy::read_plan(&document).and_then(|files| {

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::args::{Color, MechanismArg, PlanArgs};
+use super::args::{Color, PlanArgs};
 use super::import::check_file;
 use super::io::{Access, io_reason, is_stdin, same_file, use_color, write_atomically};
 use super::usage_error;
@@ -103,20 +103,11 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
     }
     };
     let limits = args.limits.limits();
+    let plan_options = args.choice.options();
     let options = Options {
-        fail_on: args.fail_on.into(),
+        fail_on: plan_options.fail_on,
         limits: limits.clone(),
         ..Options::default()
-    };
-    let plan_options = plan::Options {
-        fail_on: options.fail_on,
-        allowed: plan::Allowed {
-            seal: args.allow.contains(&MechanismArg::Seal),
-            keyed: args.allow.contains(&MechanismArg::Keyed),
-            global: args.allow.contains(&MechanismArg::Global),
-        },
-        exact_limit: usize::from(args.exact_limit),
-        evaluation_budget: args.exact_budget,
     };
     let mut outcomes: Vec<PlanOutcome> = Vec::with_capacity(args.specs.len());
     for (spec, out) in args.specs.iter().zip(outputs) {

@@ -191,8 +191,9 @@ pub(crate) fn run(args: &RenderArgs) -> i32 {
             continue;
         };
         let dot = if args.plan {
-            let plan = crate::plan::plan(&a.dataflow, &crate::plan::Options::default());
-            crate::render::plan_dot(&a.dataflow, &plan, options.fail_on)
+            let plan_options = args.choice.options();
+            let plan = crate::plan::plan(&a.dataflow, &plan_options);
+            crate::render::plan_dot(&a.dataflow, &plan, plan_options.fail_on)
         } else {
             crate::render::to_dot(&a.dataflow, &a.analysis, &[])
         };
