@@ -567,3 +567,66 @@ async fn fsyncs_run_off_the_runtime_thread() {
     assert!(during_push > 3, "{during_push}");
     assert!(during_inline <= 1, "{during_inline}");
 }
+
+/// A log whose appends take a while and which counts them: the blocking work of a dropped call
+/// goes on after its caller is gone.
+struct SlowLog {
+    inner: MemLog,
+    gate: Arc<std::sync::Barrier>,
+}
+
+impl Log for SlowLog {
+    fn append_expected(
+        &mut self,
+        batch: &[&[u8]],
+        expected_end: u64,
+    ) -> Result<Vec<u64>, LogError> {
+        self.gate.wait();
+        self.inner.append_expected(batch, expected_end)
+    }
+    fn read_durable(&self, offset: u64, max: usize) -> Result<Vec<Record>, LogError> {
+        self.inner.read_durable(offset, max)
+    }
+    fn end(&self) -> u64 {
+        self.inner.end()
+    }
+    fn durable_end(&self) -> u64 {
+        self.inner.durable_end()
+    }
+    fn sync(&mut self) -> Result<(), LogError> {
+        self.inner.sync()
+    }
+}
+
+/// A call on `Blocking` dropped while its append runs on the blocking pool (a `timeout` around
+/// it) neither loses the log nor panics the next call: the next call waits for the log to come
+/// back and sees the dropped call's append, which did happen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_blocking_call_hands_the_log_back_to_the_next() {
+    let gate = Arc::new(std::sync::Barrier::new(2));
+    let mut log = blazes::runtime::Blocking::new(SlowLog {
+        inner: MemLog::new(),
+        gate: gate.clone(),
+    });
+    let first = timeout(
+        Duration::from_millis(50),
+        log.append_expected(vec![b"a".to_vec()], 0),
+    )
+    .await;
+    assert!(
+        first.is_err(),
+        "the append waits on the gate, so the call times out"
+    );
+    // Let the abandoned append finish, then append after it.
+    let release = std::thread::spawn(move || {
+        gate.wait();
+        gate.wait();
+    });
+    let second = log.append_expected(vec![b"b".to_vec()], 1).await;
+    assert_eq!(second.unwrap(), vec![1]);
+    release.join().unwrap();
+    let records = log.read_durable(0, 10).await.unwrap();
+    assert_eq!(records.len(), 2);
+    let inner = log.into_inner().await.unwrap();
+    assert_eq!(inner.inner.end(), 2);
+}

@@ -47,9 +47,16 @@ impl SequencerService {
         let (log, state) = Sequencer::open(log)?.into_parts();
         let (tx, rx) = mpsc::channel(QUEUE);
         let task = tokio::spawn(async move {
-            run_sequencer(state, Blocking::new(log), rx)
+            // The task drives every call to its end, so the log is always back here; a call
+            // that panicked has already ended this task by resuming its panic.
+            match run_sequencer(state, Blocking::new(log), rx)
                 .await
                 .into_inner()
+                .await
+            {
+                Ok(log) => log,
+                Err(_) => unreachable!("a call that panicked resumed its panic in this task"),
+            }
         });
         Ok((SequencerHandle { tx }, task))
     }
@@ -92,37 +99,65 @@ pub trait AsyncLog: Send + 'static {
 
 /// A synchronous [`Log`] as an [`AsyncLog`]: each call runs on tokio's blocking pool, so file
 /// IO and its fsync never hold a worker thread.
+///
+/// Work on the blocking pool cannot be cancelled. A call whose future is dropped before it
+/// finishes (a `select!` or `timeout` around it) keeps running, and the log comes back when it
+/// ends: the next call waits for it, then goes on. A call that panicked lost the log, and every
+/// later call is [`LogError::Poisoned`].
 #[derive(Debug)]
-pub struct Blocking<L>(Option<L>);
+pub struct Blocking<L> {
+    log: Option<L>,
+    /// Where the call running on the blocking pool hands the log back.
+    returning: Option<oneshot::Receiver<L>>,
+}
 
 impl<L: Log + Send + 'static> Blocking<L> {
     /// Wraps `log`.
     pub fn new(log: L) -> Self {
-        Blocking(Some(log))
+        Blocking {
+            log: Some(log),
+            returning: None,
+        }
     }
 
-    /// The wrapped log.
-    pub fn into_inner(self) -> L {
-        self.0
-            .expect("a Blocking log is only taken during a call, and calls run to completion")
+    /// The wrapped log, once any call still running on the blocking pool has handed it back;
+    /// [`LogError::Poisoned`] if a call panicked with it.
+    pub async fn into_inner(mut self) -> Result<L, LogError> {
+        self.take().await
     }
 
-    async fn run<T: Send + 'static>(&mut self, op: impl FnOnce(&mut L) -> T + Send + 'static) -> T {
-        let mut log = self
-            .0
-            .take()
-            .expect("a Blocking log is only taken during a call, and calls run to completion");
-        let back = tokio::task::spawn_blocking(move || {
+    async fn take(&mut self) -> Result<L, LogError> {
+        if let Some(log) = self.log.take() {
+            return Ok(log);
+        }
+        match self.returning.take() {
+            Some(back) => back.await.map_err(|_| LogError::Poisoned),
+            None => Err(LogError::Poisoned),
+        }
+    }
+
+    async fn run<T: Send + 'static>(
+        &mut self,
+        op: impl FnOnce(&mut L) -> Result<T, LogError> + Send + 'static,
+    ) -> Result<T, LogError> {
+        let mut log = self.take().await?;
+        let (back, returning) = oneshot::channel();
+        self.returning = Some(returning);
+        let out = tokio::task::spawn_blocking(move || {
             let out = op(&mut log);
-            (log, out)
+            // The caller may be gone (its future dropped); the log then waits in the channel
+            // for the next call.
+            let _ = back.send(log);
+            out
         })
         .await;
-        let (log, out) = match back {
-            Ok(back) => back,
+        match out {
+            Ok(out) => {
+                self.log = Some(self.take().await?);
+                out
+            }
             Err(join) => std::panic::resume_unwind(join.into_panic()),
-        };
-        self.0 = Some(log);
-        out
+        }
     }
 }
 
