@@ -22,7 +22,7 @@ mod rules;
 mod verdicts;
 
 use crate::diagnostic::Diagnostic;
-use crate::graph::{CompId, Dataflow, IfaceId, SinkId, StreamId};
+use crate::graph::{CompId, Dataflow, IfaceId, SinkId, SourceId, StreamId};
 use crate::label::{KeySet, Label};
 
 pub use crate::label::FailOn;
@@ -76,8 +76,37 @@ pub struct SealBarrier {
     pub component: CompId,
     pub input: IfaceId,
     pub key: KeySet,
-    /// Sources and components whose seals the barrier waits for, sorted.
-    pub producers: Vec<String>,
+    /// Sources and components whose seals the barrier waits for, sorted by name (then by id);
+    /// reports print them with [`producer_names`].
+    pub producers: Vec<SealProducer>,
+}
+
+/// Who punctuates a seal a barrier waits for: a source with `seal:`, or the component that
+/// produces a stream with an effective `seal:` declaration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SealProducer {
+    Source(SourceId),
+    Component(CompId),
+}
+
+impl SealProducer {
+    /// The source's or the component's name.
+    pub fn name(self, df: &Dataflow) -> &str {
+        match self {
+            SealProducer::Source(s) => &df.sources[s.index()].name,
+            SealProducer::Component(c) => &df.component(c).name,
+        }
+    }
+}
+
+/// The names of a barrier's producers as reports list them: sorted, each name once (a source
+/// and a component may share a name; the barrier waits for "it" once in the prose and in the
+/// count).
+pub fn producer_names<'a>(df: &'a Dataflow, producers: &[SealProducer]) -> Vec<&'a str> {
+    let mut names: Vec<&str> = producers.iter().map(|p| p.name(df)).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
 }
 
 /// A sink's label at the fixpoint (`None`: no source reaches it) and whether it fails.

@@ -133,7 +133,7 @@ pub(super) fn barrier_list(
             input: b.input,
             key: names(df, b.key),
             producers: b.producers.clone(),
-            cost: b.producers.len().max(1) as u32,
+            cost: analysis::producer_names(df, &b.producers).len().max(1) as u32,
             added: !existing.contains(&(b.component, b.input, b.key)),
         })
         .collect();

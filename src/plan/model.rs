@@ -12,6 +12,7 @@
 
 use std::ops::Deref;
 
+use crate::analysis::{self, SealProducer};
 use crate::graph::{CompId, Dataflow, IfaceId, Order, SinkId, SourceId};
 use crate::label::KeySet;
 use crate::runtime;
@@ -142,53 +143,13 @@ pub struct Barrier {
     /// The consuming input.
     pub input: IfaceId,
     pub key: Vec<String>,
-    pub producers: Vec<String>,
+    /// Who punctuates the seals it waits for, as the analysis found them: read them with
+    /// [`Named::producer_names`].
+    pub producers: Vec<SealProducer>,
+    /// The number of producers it waits for (at least 1).
     pub cost: u32,
     /// Introduced by the plan (an added seal), rather than present in the spec.
     pub added: bool,
-}
-
-impl Barrier {
-    /// What the barrier does, as the human report says it after `component.input`.
-    pub fn buffers(&self) -> String {
-        self.prose(None)
-    }
-
-    /// What the runtime must provide, as a sentence naming the component and its input
-    /// (`df` is the dataflow the plan was made for).
-    pub fn runtime(&self, df: &Dataflow) -> String {
-        self.prose(Some(df))
-    }
-
-    /// The one wording of a barrier: buffer each partition of its key until every producer
-    /// sealed it, or with the empty key (`seal: []`, a bounded stream) the whole stream until
-    /// every producer finished it. With a dataflow, names the component and its input.
-    fn prose(&self, located: Option<&Dataflow>) -> String {
-        let producers = if self.producers.is_empty() {
-            "its producer".to_string()
-        } else {
-            self.producers.join(" and ")
-        };
-        let (what, done) = match (self.key.is_empty(), located) {
-            (true, _) => ("the whole stream".to_string(), "finished"),
-            (false, None) => (
-                format!("each [{}] partition", self.key.join(", ")),
-                "sealed",
-            ),
-            (false, Some(_)) => (
-                format!("each partition of `{}`", self.key.join(", ")),
-                "sealed",
-            ),
-        };
-        match located {
-            Some(df) => format!(
-                "{} buffers {what} on input `{}` until {producers} {done} it",
-                df.component(self.component).name,
-                df.iface(self.input).name
-            ),
-            None => format!("buffers {what} until {producers} {done} it"),
-        }
-    }
 }
 
 /// What the plan concluded.
@@ -376,6 +337,11 @@ impl<'a> Named<'a> {
     /// A sink's name (`Component.output` for an implicit one).
     pub fn sink(&self, k: SinkId) -> &'a str {
         &self.dataflow.sinks[k.index()].name
+    }
+
+    /// The names of a barrier's producers: sorted, each once.
+    pub fn producer_names(&self, producers: &[SealProducer]) -> Vec<&'a str> {
+        analysis::producer_names(self.dataflow, producers)
     }
 
     /// The names of `ks`, in their order.

@@ -2,6 +2,7 @@
 //! (what, where, cost, why, what the runtime must provide), then the sinks and the totals.
 
 use super::format::{Format, PlanWrite, Planned, Settings};
+use super::plan_prose;
 use super::witness;
 use crate::plan::{Kind, Named, PointRef, Status};
 use crate::simulate::verify::Verification;
@@ -111,7 +112,7 @@ pub fn render(path: &str, plan: Named) -> String {
             Kind::SealBarrier.as_str(),
             plan.component(b.component),
             plan.iface(b.input),
-            b.buffers(),
+            plan_prose::barrier_buffers(&plan, b),
             b.cost,
             if b.added {
                 "added by the plan"

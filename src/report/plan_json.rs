@@ -14,6 +14,7 @@
 use serde_json::{Value, json};
 
 use super::format::{Format, PlanWrite, Planned, Settings};
+use super::plan_prose;
 use super::witness::WitnessOut;
 use crate::diagnostic::{Diagnostic, LineIndex, Severity};
 use crate::plan::{Kind, Named, PointRef};
@@ -164,13 +165,13 @@ pub fn file_value(f: &PlannedFile) -> Value {
             "source": Value::Null,
             "key": b.key,
             "replaces": Value::Null,
-            "producers": b.producers,
+            "producers": plan.producer_names(&b.producers),
             "cost": b.cost,
             "added": b.added,
             "fixes": [],
             "fixes_complete": true,
             "sinks": [],
-            "runtime": b.runtime(plan.dataflow),
+            "runtime": plan_prose::seal_barrier(&plan, b),
         })
     }));
     let mut entry = json!({
