@@ -26,7 +26,7 @@ fn point(plan: &Named, p: &PointRef) -> String {
         plan.component(p.component),
         plan.iface(p.input),
         plan.iface(p.output),
-        p.annotation
+        p.annotation.as_str()
     )
 }
 
@@ -103,7 +103,7 @@ pub fn render(path: &str, plan: Named) -> String {
             } else {
                 list(&plan.sink_names(&m.sinks))
             },
-            m.runtime
+            plan_prose::runtime(&plan, m)
         ));
     }
     for b in &plan.barriers {
@@ -125,7 +125,7 @@ pub fn render(path: &str, plan: Named) -> String {
         s.push_str(&format!(
             "  unrepairable  sink `{}`: {}\n",
             plan.sink(r.sink),
-            r.message
+            plan_prose::reason(&plan, r)
         ));
         for p in &r.points {
             s.push_str(&format!(

@@ -116,7 +116,7 @@ fn point_json(plan: &Named, p: &PointRef) -> Value {
         "component": plan.component(p.component),
         "input": plan.iface(p.input),
         "output": plan.iface(p.output),
-        "annotation": p.annotation,
+        "annotation": p.annotation.as_str(),
         "gate": p.gate,
         "kind": p.kind,
     })
@@ -151,7 +151,7 @@ pub fn file_value(f: &PlannedFile) -> Value {
                 "fixes": m.fixes.iter().map(|p| point_json(&plan, p)).collect::<Vec<_>>(),
                 "fixes_complete": m.fixes_complete,
                 "sinks": plan.sink_names(&m.sinks),
-                "runtime": m.runtime,
+                "runtime": plan_prose::runtime(&plan, m),
             })
         })
         .collect();
@@ -192,7 +192,7 @@ pub fn file_value(f: &PlannedFile) -> Value {
         "mechanisms": mechanisms,
         "sinks": plan.sinks.iter().map(|s| json!({
             "name": plan.sink(s.sink),
-            "tolerate": s.tolerate,
+            "tolerate": s.tolerate.as_str(),
             "before": s.before,
             "after": s.after,
             "failing_before": s.failing_before,
@@ -201,8 +201,8 @@ pub fn file_value(f: &PlannedFile) -> Value {
         "reasons": plan.reasons.iter().map(|r| json!({
             "sink": plan.sink(r.sink),
             "label": r.label,
-            "tolerate": r.tolerate,
-            "message": r.message,
+            "tolerate": r.tolerate.as_str(),
+            "message": plan_prose::reason(&plan, r),
             "points_of_order": r.points.iter().map(|p| point_json(&plan, p)).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     });
