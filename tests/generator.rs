@@ -1,6 +1,7 @@
-//! The random spec generators give the same text for the same seed, release after release:
-//! the texts recorded in `tests/fixtures/generator/` and digests over many seeds were taken
-//! from the generators before they moved into the library, so a change to what a seed makes
+//! The random spec generators of `blazes::generator::random` give the same text for the same
+//! seed, release after release: the texts recorded in `tests/fixtures/generator/` and the
+//! digests over many seeds and proptest cases were taken from the tests' own generators before
+//! they moved into the library, so a change to what a seed makes
 //! fails here (benchmarks, stored regressions and failing seeds printed by the tests all rely
 //! on a seed naming one spec).
 //!
@@ -9,6 +10,7 @@
 
 mod common;
 
+use blazes::generator::random::seeded;
 use common::specgen;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
@@ -30,7 +32,7 @@ fn fnv(texts: impl IntoIterator<Item = String>) -> u64 {
 }
 
 fn seeded_digest(seeds: std::ops::Range<u64>) -> u64 {
-    fnv(seeds.map(specgen::seeded))
+    fnv(seeds.map(seeded))
 }
 
 /// The proptest strategy's specs, `cases` of them from proptest's deterministic runner,
@@ -60,7 +62,7 @@ fn seeded_specs_are_the_recorded_texts() {
             env!("CARGO_MANIFEST_DIR")
         );
         let want = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(specgen::seeded(seed), want, "seed {seed}");
+        assert_eq!(seeded(seed), want, "seed {seed}");
     }
 }
 
