@@ -207,3 +207,53 @@ pub fn verdicts(df: &mut Dataflow, fail_on: FailOn) -> Analysis {
         diagnostics: Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{graph, spec};
+
+    /// A barrier fed by a sealed source `p` and by a component `p` that seals its own output:
+    /// the analysis keeps both producers apart, by id; the formats name them once.
+    #[test]
+    fn a_barrier_holds_its_producers_by_id_and_names_each_once() {
+        let text = "
+sources:
+  p: { seal: [k] }
+  q: {}
+components:
+  p:
+    paths:
+      - { from: in, to: out, label: CR }
+  Sum:
+    paths:
+      - { from: in, to: out, label: OW, gate: [k] }
+streams:
+  - { from: q, to: p.in }
+  - { from: p.out, to: Sum.in, seal: [k] }
+  - { from: p, to: Sum.in }
+  - { from: Sum.out, to: db }
+sinks:
+  db: {}
+";
+        let (spec, diags) = spec::parse(text, &spec::Limits::default());
+        assert!(diags.is_empty(), "{diags:?}");
+        let (mut df, diags) = graph::build(spec.unwrap(), "t");
+        assert!(diags.is_empty(), "{diags:?}");
+        let a = verdicts(&mut df, FailOn::default());
+        let [b] = a.barriers.as_slice() else {
+            panic!("one barrier: {:?}", a.barriers)
+        };
+        let source = SealProducer::Source(
+            df.sources
+                .iter()
+                .position(|s| s.name == "p")
+                .map(|i| SourceId(i as u32))
+                .unwrap(),
+        );
+        let component = SealProducer::Component(CompId(0));
+        assert_eq!(df.component(CompId(0)).name, "p");
+        assert_eq!(b.producers, [source, component]);
+        assert_eq!(producer_names(&df, &b.producers), ["p"]);
+    }
+}

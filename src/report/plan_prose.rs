@@ -49,6 +49,34 @@ pub fn seal_barrier(plan: &Named, b: &Barrier) -> String {
 
 /// What the runtime must provide for an added mechanism, in a sentence: the function of its
 /// kind.
+///
+/// ```
+/// use blazes::check::{self, Outcome};
+/// use blazes::{plan, report::plan_prose};
+///
+/// let spec = "
+/// sources:
+///   tweets: {}
+/// components:
+///   Count:
+///     paths:
+///       - { from: words, to: counts, label: OW, gate: [word] }
+/// streams:
+///   - { from: tweets, to: Count.words }
+///   - { from: Count.counts, to: db }
+/// sinks:
+///   db: {}
+/// ";
+/// let report = check::check_bytes("count.yaml", spec.as_bytes(), &Default::default());
+/// let Outcome::Analysed(a) = &report.outcome else { panic!("a valid spec") };
+/// let p = plan::plan(&a.dataflow, &plan::Options::default());
+/// let named = p.named(&a.dataflow);
+/// assert_eq!(
+///     plan_prose::runtime(&named, &named.mechanisms[0]),
+///     "one durable order per (word) partition of Count's inputs \
+///      (keyed sessions with leases, or a partitioned log)"
+/// );
+/// ```
 pub fn runtime(plan: &Named, m: &Mechanism) -> String {
     match m.choice {
         Choice::AddSeal { source, .. } => add_seal(plan, source, &m.key, &m.components),
