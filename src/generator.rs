@@ -4,8 +4,13 @@
 //! configurable share of back edges that close cycles, replicated components, sealed and
 //! sealable sources, gates of 1-3 attributes from a small vocabulary, and fan-in and fan-out of
 //! at most 4. The same seed always gives the same bytes.
+//!
+//! [`random`] holds the small random specs of the tests (a proptest strategy's model and a
+//! seeded planner's spec), on the same [`Rng`].
 
 use std::fmt::Write;
+
+pub mod random;
 
 /// Parameters of a generated spec.
 #[derive(Clone, Debug)]

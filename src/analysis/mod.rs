@@ -22,7 +22,7 @@ mod rules;
 mod verdicts;
 
 use crate::diagnostic::Diagnostic;
-use crate::graph::{CompId, Dataflow, IfaceId, SinkId, StreamId};
+use crate::graph::{CompId, Dataflow, IfaceId, SinkId, SourceId, StreamId};
 use crate::label::{KeySet, Label};
 
 pub use crate::label::FailOn;
@@ -76,8 +76,37 @@ pub struct SealBarrier {
     pub component: CompId,
     pub input: IfaceId,
     pub key: KeySet,
-    /// Sources and components whose seals the barrier waits for, sorted.
-    pub producers: Vec<String>,
+    /// Sources and components whose seals the barrier waits for, sorted by name (then by id);
+    /// reports print them with [`producer_names`].
+    pub producers: Vec<SealProducer>,
+}
+
+/// Who punctuates a seal a barrier waits for: a source with `seal:`, or the component that
+/// produces a stream with an effective `seal:` declaration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SealProducer {
+    Source(SourceId),
+    Component(CompId),
+}
+
+impl SealProducer {
+    /// The source's or the component's name.
+    pub fn name(self, df: &Dataflow) -> &str {
+        match self {
+            SealProducer::Source(s) => &df.sources[s.index()].name,
+            SealProducer::Component(c) => &df.component(c).name,
+        }
+    }
+}
+
+/// The names of a barrier's producers as reports list them: sorted, each name once (a source
+/// and a component may share a name; the barrier waits for "it" once in the prose and in the
+/// count).
+pub fn producer_names<'a>(df: &'a Dataflow, producers: &[SealProducer]) -> Vec<&'a str> {
+    let mut names: Vec<&str> = producers.iter().map(|p| p.name(df)).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
 }
 
 /// A sink's label at the fixpoint (`None`: no source reaches it) and whether it fails.
@@ -176,5 +205,55 @@ pub fn verdicts(df: &mut Dataflow, fail_on: FailOn) -> Analysis {
         barriers,
         sinks,
         diagnostics: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{graph, spec};
+
+    /// A barrier fed by a sealed source `p` and by a component `p` that seals its own output:
+    /// the analysis keeps both producers apart, by id; the formats name them once.
+    #[test]
+    fn a_barrier_holds_its_producers_by_id_and_names_each_once() {
+        let text = "
+sources:
+  p: { seal: [k] }
+  q: {}
+components:
+  p:
+    paths:
+      - { from: in, to: out, label: CR }
+  Sum:
+    paths:
+      - { from: in, to: out, label: OW, gate: [k] }
+streams:
+  - { from: q, to: p.in }
+  - { from: p.out, to: Sum.in, seal: [k] }
+  - { from: p, to: Sum.in }
+  - { from: Sum.out, to: db }
+sinks:
+  db: {}
+";
+        let (spec, diags) = spec::parse(text, &spec::Limits::default());
+        assert!(diags.is_empty(), "{diags:?}");
+        let (mut df, diags) = graph::build(spec.unwrap(), "t");
+        assert!(diags.is_empty(), "{diags:?}");
+        let a = verdicts(&mut df, FailOn::default());
+        let [b] = a.barriers.as_slice() else {
+            panic!("one barrier: {:?}", a.barriers)
+        };
+        let source = SealProducer::Source(
+            df.sources
+                .iter()
+                .position(|s| s.name == "p")
+                .map(|i| SourceId(i as u32))
+                .unwrap(),
+        );
+        let component = SealProducer::Component(CompId(0));
+        assert_eq!(df.component(CompId(0)).name, "p");
+        assert_eq!(b.producers, [source, component]);
+        assert_eq!(producer_names(&df, &b.producers), ["p"]);
     }
 }

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::graph::{Dataflow, IfaceId, Producer, StreamId};
 use crate::label::Label;
 
-use super::{Labels, SinkVerdict};
+use super::{Labels, SealProducer, SinkVerdict};
 
 /// Streams that brought the label of input `start` there, upstream first.
 pub fn chain(df: &Dataflow, labels: &Labels, start: IfaceId) -> Vec<StreamId> {
@@ -78,7 +78,7 @@ pub fn sink_chain(df: &Dataflow, labels: &Labels, v: &SinkVerdict) -> Vec<Stream
 /// paths that passed the seal on.
 #[derive(Default)]
 pub(super) struct Origins {
-    memo: BTreeMap<IfaceId, BTreeSet<String>>,
+    memo: BTreeMap<IfaceId, BTreeSet<SealProducer>>,
 }
 
 impl Origins {
@@ -88,7 +88,7 @@ impl Origins {
         labels: &Labels,
         input: IfaceId,
         visiting: &mut BTreeSet<IfaceId>,
-    ) -> BTreeSet<String> {
+    ) -> BTreeSet<SealProducer> {
         if let Some(m) = self.memo.get(&input) {
             return m.clone();
         }
@@ -103,18 +103,19 @@ impl Origins {
             }
             match stream.from {
                 Producer::Source(k) => {
-                    out.insert(df.sources[k.index()].name.clone());
+                    out.insert(SealProducer::Source(k));
                 }
                 Producer::Output(o) => {
-                    let c = &df.components[df.ifaces[o.index()].component.index()];
+                    let cid = df.ifaces[o.index()].component;
+                    let c = &df.components[cid.index()];
                     let produced_sealed = matches!(labels.iface[o.index()], Some(Label::Seal(_)));
                     if stream.seal.is_some() && !produced_sealed {
-                        out.insert(c.name.clone());
+                        out.insert(SealProducer::Component(cid));
                         continue;
                     }
                     if stream.seal.is_some() {
                         // The producer re-seals a sealed stream: it is the one punctuating.
-                        out.insert(c.name.clone());
+                        out.insert(SealProducer::Component(cid));
                         continue;
                     }
                     for p in c

@@ -10,7 +10,7 @@ use crate::label::{FailOn, Gate, KeySet, Label};
 
 use super::provenance::{Origins, chain};
 use super::rules::{contribute, point_kind, unprotecting_input};
-use super::{Labels, PointKind, PointOfOrder, SealBarrier, SinkVerdict};
+use super::{Labels, PointKind, PointOfOrder, SealBarrier, SealProducer, SinkVerdict};
 
 /// Each sink's verdict: its label, and whether that label fails it.
 pub(super) fn sink_verdicts(df: &Dataflow, labels: &Labels, fail_on: FailOn) -> Vec<SinkVerdict> {
@@ -98,14 +98,18 @@ pub(super) fn points_and_barriers(
     let mut origins = Origins::default();
     let barriers = barrier_keys
         .into_iter()
-        .map(|(component, input, key)| SealBarrier {
-            component,
-            input,
-            key,
-            producers: origins
+        .map(|(component, input, key)| {
+            let mut producers: Vec<SealProducer> = origins
                 .of_input(df, labels, input, &mut BTreeSet::new())
                 .into_iter()
-                .collect(),
+                .collect();
+            producers.sort_by(|a, b| (a.name(df), a).cmp(&(b.name(df), b)));
+            SealBarrier {
+                component,
+                input,
+                key,
+                producers,
+            }
         })
         .collect();
     (points, barriers)

@@ -1,8 +1,8 @@
 //! What the plan says about itself: the long explanation of `blazes explain plan`
 //! ([`EXPLAIN`]), why each mechanism is there (the points of order and sinks that come back
 //! without it), the runtime's part of each mechanism, the seal barriers, the sinks before and
-//! after, and why a sink cannot be repaired. The plan holds ids; names are written here only
-//! into prose (the runtime's part, the reasons), and order what reports list by name.
+//! after, and why a sink cannot be repaired. The plan holds ids and facts; names only order
+//! what reports list by name here, and the formats word the rest (`report::plan_prose`).
 
 use std::collections::BTreeSet;
 
@@ -11,10 +11,9 @@ use crate::graph::{CompId, Dataflow, IfaceId, Order, SinkId};
 use crate::label::{Gate, KeySet, Label};
 
 use super::candidates::Candidate;
-use super::cost::producers_of;
 use super::evaluator::Evaluator;
 use super::labeling::Labeling;
-use super::model::{Barrier, Choice, Kind, Mechanism, PointRef, Reason, SinkOutcome};
+use super::model::{Barrier, Choice, Kind, Mechanism, Obstacle, PointRef, Reason, SinkOutcome};
 use super::search::apply_all;
 use super::{EXPLANATION_BUDGET, Options};
 
@@ -102,7 +101,7 @@ pub(super) fn point_ref(
         component,
         input: path.input,
         output: path.output,
-        annotation: path.annotation.as_str(),
+        annotation: path.annotation,
         gate: path.gate.map(|g| g.names(&df.keys)).unwrap_or_default(),
         kind: analysis::point_code(c, path, kind, input, &df.keys).name,
     }
@@ -133,7 +132,7 @@ pub(super) fn barrier_list(
             input: b.input,
             key: names(df, b.key),
             producers: b.producers.clone(),
-            cost: b.producers.len().max(1) as u32,
+            cost: analysis::producer_names(df, &b.producers).len().max(1) as u32,
             added: !existing.contains(&(b.component, b.input, b.key)),
         })
         .collect();
@@ -152,59 +151,12 @@ fn sort_points(df: &Dataflow, points: &mut [PointRef]) {
             &df.component(p.component).name,
             &df.iface(p.input).name,
             &df.iface(p.output).name,
-            p.annotation,
+            p.annotation.as_str(),
             p.gate.clone(),
             p.kind,
         )
     };
     points.sort_by(|a, b| key(a).cmp(&key(b)));
-}
-
-/// The components `cs`, by name, as a list in a sentence.
-fn component_list(df: &Dataflow, cs: &[CompId]) -> String {
-    cs.iter()
-        .map(|&c| df.component(c).name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// What the runtime must provide for a chosen candidate, in a sentence.
-fn runtime_text(df: &Dataflow, cand: &Candidate) -> String {
-    match cand.choice {
-        Choice::AddSeal { source, key } if key == KeySet::EMPTY => format!(
-            "source `{}` marks the end of its stream; {} buffer{} the whole stream until it has ended (a seal barrier)",
-            df.sources[source.index()].name,
-            component_list(df, &cand.consumers),
-            if cand.consumers.len() == 1 { "s" } else { "" },
-        ),
-        Choice::AddSeal { source, key } => format!(
-            "source `{}` punctuates every `{}` partition; {} buffer{} each partition until it is sealed (a seal barrier)",
-            df.sources[source.index()].name,
-            df.keys.display(key),
-            component_list(df, &cand.consumers),
-            if cand.consumers.len() == 1 { "s" } else { "" },
-        ),
-        Choice::Order {
-            component,
-            order: Order::Keys(k),
-        } => format!(
-            "one durable order per ({}) partition of {}'s inputs (keyed sessions with leases, or a partitioned log)",
-            df.keys.display(k),
-            df.component(component).name
-        ),
-        Choice::Order { component, .. } => {
-            let n = producers_of(df, component);
-            format!(
-                "one durable total order of the {} into {} (a sequencer or replicated log)",
-                if n == 1 {
-                    "producer stream".to_string()
-                } else {
-                    format!("{n} producer streams")
-                },
-                df.component(component).name
-            )
-        }
-    }
 }
 
 fn names(df: &Dataflow, k: KeySet) -> Vec<String> {
@@ -222,7 +174,7 @@ pub(super) fn sink_outcomes(
         .enumerate()
         .map(|(i, s)| SinkOutcome {
             sink: SinkId(i as u32),
-            tolerate: s.tolerance().as_str(),
+            tolerate: s.tolerance(),
             before: label_text(df, base.sinks[i].label),
             after: label_text(df, after.sinks[i].label),
             failing_before: base.sinks[i].failing,
@@ -231,18 +183,11 @@ pub(super) fn sink_outcomes(
         .collect()
 }
 
-/// Why each sink still fails with every candidate applied.
-pub(super) enum Why {
-    NoCandidate,
-    Conflicts,
-    Bound,
-}
-
 pub(super) fn reasons(
     df: &Dataflow,
     after: &analysis::Analysis,
     options: &Options,
-    why: Why,
+    obstacle: Obstacle,
 ) -> Vec<Reason> {
     let points: Vec<PointRef> = after
         .points
@@ -250,58 +195,30 @@ pub(super) fn reasons(
         .map(|p| point_ref(df, &after.labels.iface, p.component, p.path, p.kind))
         .collect();
     let a = options.allowed;
-    let mut disallowed = Vec::new();
-    if !a.seal {
-        disallowed.push(Kind::AddSeal.as_str());
-    }
-    if !a.keyed {
-        disallowed.push(Kind::KeyedOrder.as_str());
-    }
-    if !a.global {
-        disallowed.push(Kind::GlobalOrder.as_str());
-    }
+    let disallowed: Vec<Kind> = [
+        (a.seal, Kind::AddSeal),
+        (a.keyed, Kind::KeyedOrder),
+        (a.global, Kind::GlobalOrder),
+    ]
+    .into_iter()
+    .filter_map(|(allowed, kind)| (!allowed).then_some(kind))
+    .collect();
+    let star = after.points.iter().any(|p| {
+        let path = &df.component(p.component).paths[p.path];
+        path.gate == Some(Gate::Star)
+    });
     after
         .sinks
         .iter()
         .filter(|v| v.failing)
-        .map(|v| {
-            let sink = &df.sinks[v.sink.index()];
-            let label = label_text(df, v.label).unwrap_or_default();
-            let mut message = match why {
-                Why::NoCandidate => format!(
-                    "no allowed mechanism applies to the points of order behind `{}`",
-                    sink.name
-                ),
-                Why::Conflicts => format!(
-                    "no combination of candidates repairs `{}`: it would need two seals of one source or two keyed orders of one component at once, and a keyed order by the keys they share would be no keyed order at all",
-                    sink.name
-                ),
-                Why::Bound => format!(
-                    "with every candidate mechanism applied, `{}` still receives {label}, worse than it tolerates ({})",
-                    sink.name,
-                    sink.tolerance().as_str()
-                ),
-            };
-            if !disallowed.is_empty() {
-                message.push_str(&format!(
-                    "; not allowed by --allow: {}",
-                    disallowed.join(", ")
-                ));
-            }
-            let star = after.points.iter().any(|p| {
-                let path = &df.component(p.component).paths[p.path];
-                path.gate == Some(Gate::Star)
-            });
-            if star && !a.global {
-                message.push_str("; a gate `*` can only be fixed by a global order");
-            }
-            Reason {
-                sink: v.sink,
-                label,
-                tolerate: sink.tolerance().as_str(),
-                message,
-                points: points.clone(),
-            }
+        .map(|v| Reason {
+            sink: v.sink,
+            label: label_text(df, v.label).unwrap_or_default(),
+            tolerate: df.sinks[v.sink.index()].tolerance(),
+            obstacle,
+            disallowed: disallowed.clone(),
+            star_needs_global: star && !a.global,
+            points: points.clone(),
         })
         .collect()
 }
@@ -417,6 +334,5 @@ fn mechanism(
         fixes,
         fixes_complete,
         sinks,
-        runtime: runtime_text(d, cand),
     }
 }

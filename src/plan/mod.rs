@@ -42,12 +42,11 @@ pub use cost::cost;
 pub use evaluator::{Evaluator, upper_bound};
 pub use explain::EXPLAIN;
 pub use model::{
-    Barrier, Choice, Kind, Mechanism, Named, Plan, PointRef, Reason, Search, SearchMode,
+    Barrier, Choice, Kind, Mechanism, Named, Obstacle, Plan, PointRef, Reason, Search, SearchMode,
     SinkOutcome, Status,
 };
 pub use scoring::Score;
 
-use explain::Why;
 use labeling::Labeling;
 
 /// Above this many candidates the search is greedy instead of exact.
@@ -160,7 +159,10 @@ enum Outcome {
         mode: SearchMode,
     },
     /// No allowed combination repairs every sink; `after` is what remains.
-    Unrepairable { after: analysis::Analysis, why: Why },
+    Unrepairable {
+        after: analysis::Analysis,
+        obstacle: Obstacle,
+    },
 }
 
 /// Searches for a plan of `cands` and proves it with the full analysis.
@@ -187,14 +189,14 @@ fn repair(
         } else {
             ev.analyze(&ub)
         };
-        let why = if cands.is_empty() {
-            Why::NoCandidate
+        let obstacle = if cands.is_empty() {
+            Obstacle::NoCandidate
         } else if bound_ok {
-            Why::Conflicts
+            Obstacle::Conflicts
         } else {
-            Why::Bound
+            Obstacle::Bound
         };
-        return Outcome::Unrepairable { after, why };
+        return Outcome::Unrepairable { after, obstacle };
     };
     let choices = search::choices_of(cands, &chosen.indices);
     let after = ev.analyze(&choices);
@@ -203,7 +205,7 @@ fn repair(
     if after.failing() {
         return Outcome::Unrepairable {
             after,
-            why: Why::Bound,
+            obstacle: Obstacle::Bound,
         };
     }
     let mechanisms = explain::mechanisms(ev, lab, cands, &chosen.indices, &after);
@@ -231,8 +233,8 @@ fn finish(
             after,
             mode,
         } => (Status::Repaired, mode, mechanisms, Vec::new(), Some(after)),
-        Outcome::Unrepairable { after, why } => {
-            let reasons = explain::reasons(d, &after, options, why);
+        Outcome::Unrepairable { after, obstacle } => {
+            let reasons = explain::reasons(d, &after, options, obstacle);
             (
                 Status::Unrepairable,
                 SearchMode::None,

@@ -6,15 +6,15 @@
 //! sinks); reports turn them into names through [`Named`], the plan seen with that dataflow.
 //! Key names are kept as text because the planner interns the key sets it invents (the
 //! intersection of two gates) in its own copy of the key table, so their `KeySet`s mean
-//! nothing in the caller's dataflow. Labels are text for the same reason, and the prose
-//! (why a sink cannot be repaired, what the runtime must provide) is written where the plan
-//! is explained.
+//! nothing in the caller's dataflow. Labels are text for the same reason. The model holds
+//! facts, never sentences: what the runtime must provide for a mechanism and why a sink
+//! cannot be repaired are worded by the formats (`report::plan_prose`).
 
 use std::ops::Deref;
 
+use crate::analysis::{self, SealProducer};
 use crate::graph::{CompId, Dataflow, IfaceId, Order, SinkId, SourceId};
-use crate::label::KeySet;
-use crate::runtime;
+use crate::label::{Annotation, KeySet, Tolerance};
 
 /// One change to the dataflow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,9 +47,10 @@ impl Choice {
     }
 }
 
-/// The kinds of coordination mechanism: the one description every plan format prints
-/// ([`Kind::as_str`]) and the runtime piece that provides each ([`Kind::runtime`]). Declared
-/// in the order reports list them.
+/// The kinds of coordination mechanism: the name every plan format prints ([`Kind::as_str`])
+/// and the runtime piece that provides each ([`Kind::runtime_piece`]); what the runtime must
+/// provide for one in a plan is worded once for every format by `report::plan_prose`.
+/// Declared in the order reports list them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
     /// A seal already reaches an order-sensitive path: the consumer buffers each partition
@@ -74,24 +75,23 @@ impl Kind {
         }
     }
 
-    /// The runtime's mechanism that enforces this kind once the plan is applied: an added
-    /// seal is consumed by a seal barrier, an order by a keyed session or a sequencer.
+    /// The piece of [`crate::runtime`] that enforces this kind once the plan is applied, as
+    /// a path in the crate: an added seal is consumed by a seal barrier
+    /// ([`SealBarrier`](crate::runtime::SealBarrier)), a keyed order by keyed sessions
+    /// ([`SessionBroker`](crate::runtime::SessionBroker)), a global order by a
+    /// [`Sequencer`](crate::runtime::Sequencer).
     ///
     /// ```
     /// use blazes::plan::Kind;
-    /// use blazes::runtime::Mechanism;
     ///
-    /// assert_eq!(Kind::KeyedOrder.runtime(), Mechanism::KeyedOrdering);
-    /// assert_eq!(
-    ///     Kind::GlobalOrder.runtime().runtime_piece(),
-    ///     "runtime::sequencer::Sequencer"
-    /// );
+    /// assert_eq!(Kind::AddSeal.runtime_piece(), "runtime::barrier::SealBarrier");
+    /// assert_eq!(Kind::GlobalOrder.runtime_piece(), "runtime::sequencer::Sequencer");
     /// ```
-    pub fn runtime(self) -> runtime::Mechanism {
+    pub fn runtime_piece(self) -> &'static str {
         match self {
-            Kind::SealBarrier | Kind::AddSeal => runtime::Mechanism::SealBarrier,
-            Kind::KeyedOrder => runtime::Mechanism::KeyedOrdering,
-            Kind::GlobalOrder => runtime::Mechanism::GlobalOrdering,
+            Kind::SealBarrier | Kind::AddSeal => "runtime::barrier::SealBarrier",
+            Kind::KeyedOrder => "runtime::session::SessionBroker",
+            Kind::GlobalOrder => "runtime::sequencer::Sequencer",
         }
     }
 }
@@ -102,8 +102,10 @@ pub struct PointRef {
     pub component: CompId,
     pub input: IfaceId,
     pub output: IfaceId,
-    pub annotation: &'static str,
+    pub annotation: Annotation,
+    /// The gate's key names, sorted (`["*"]` for `*`; empty without a gate).
     pub gate: Vec<String>,
+    /// The name of the diagnostic code that reports the point (`unordered-write`, ...).
     pub kind: &'static str,
 }
 
@@ -130,8 +132,6 @@ pub struct Mechanism {
     pub fixes_complete: bool,
     /// Sinks that fail again when this mechanism is removed from the plan (sorted by name).
     pub sinks: Vec<SinkId>,
-    /// What the runtime must provide for it, in a sentence.
-    pub runtime: String,
 }
 
 /// A seal barrier the runtime must provide once the plan is applied.
@@ -142,53 +142,13 @@ pub struct Barrier {
     /// The consuming input.
     pub input: IfaceId,
     pub key: Vec<String>,
-    pub producers: Vec<String>,
+    /// Who punctuates the seals it waits for, as the analysis found them: read them with
+    /// [`Named::producer_names`].
+    pub producers: Vec<SealProducer>,
+    /// The number of producers it waits for (at least 1).
     pub cost: u32,
     /// Introduced by the plan (an added seal), rather than present in the spec.
     pub added: bool,
-}
-
-impl Barrier {
-    /// What the barrier does, as the human report says it after `component.input`.
-    pub fn buffers(&self) -> String {
-        self.prose(None)
-    }
-
-    /// What the runtime must provide, as a sentence naming the component and its input
-    /// (`df` is the dataflow the plan was made for).
-    pub fn runtime(&self, df: &Dataflow) -> String {
-        self.prose(Some(df))
-    }
-
-    /// The one wording of a barrier: buffer each partition of its key until every producer
-    /// sealed it, or with the empty key (`seal: []`, a bounded stream) the whole stream until
-    /// every producer finished it. With a dataflow, names the component and its input.
-    fn prose(&self, located: Option<&Dataflow>) -> String {
-        let producers = if self.producers.is_empty() {
-            "its producer".to_string()
-        } else {
-            self.producers.join(" and ")
-        };
-        let (what, done) = match (self.key.is_empty(), located) {
-            (true, _) => ("the whole stream".to_string(), "finished"),
-            (false, None) => (
-                format!("each [{}] partition", self.key.join(", ")),
-                "sealed",
-            ),
-            (false, Some(_)) => (
-                format!("each partition of `{}`", self.key.join(", ")),
-                "sealed",
-            ),
-        };
-        match located {
-            Some(df) => format!(
-                "{} buffers {what} on input `{}` until {producers} {done} it",
-                df.component(self.component).name,
-                df.iface(self.input).name
-            ),
-            None => format!("buffers {what} until {producers} {done} it"),
-        }
-    }
 }
 
 /// What the plan concluded.
@@ -258,14 +218,31 @@ pub struct Search {
     pub budget: usize,
 }
 
-/// Why a sink cannot be repaired.
+/// Why no plan repairs a sink.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Obstacle {
+    /// No allowed mechanism applies to the points of order behind the sink.
+    NoCandidate,
+    /// Every candidate together repairs it, but only by combining candidates that exclude each
+    /// other (two seals of one source, two keyed orders of one component).
+    Conflicts,
+    /// Even with every candidate applied the sink receives worse than it tolerates.
+    Bound,
+}
+
+/// Why a sink cannot be repaired: the facts; the formats word them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reason {
     pub sink: SinkId,
     /// The sink's label with every candidate applied.
     pub label: String,
-    pub tolerate: &'static str,
-    pub message: String,
+    pub tolerate: Tolerance,
+    pub obstacle: Obstacle,
+    /// The kinds `--allow` left out, in the order of [`Kind`].
+    pub disallowed: Vec<Kind>,
+    /// A remaining point of order has the gate `*`, which only a global order fixes, and
+    /// global orders are not allowed.
+    pub star_needs_global: bool,
     /// Points of order that remain with every candidate applied.
     pub points: Vec<PointRef>,
 }
@@ -274,7 +251,7 @@ pub struct Reason {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SinkOutcome {
     pub sink: SinkId,
-    pub tolerate: &'static str,
+    pub tolerate: Tolerance,
     /// `None` when no source reaches the sink.
     pub before: Option<String>,
     pub after: Option<String>,
@@ -376,6 +353,17 @@ impl<'a> Named<'a> {
     /// A sink's name (`Component.output` for an implicit one).
     pub fn sink(&self, k: SinkId) -> &'a str {
         &self.dataflow.sinks[k.index()].name
+    }
+
+    /// The names of a barrier's producers: sorted, each once.
+    pub fn producer_names(&self, producers: &[SealProducer]) -> Vec<&'a str> {
+        analysis::producer_names(self.dataflow, producers)
+    }
+
+    /// The number of streams feeding a component (an input no stream feeds counts as one):
+    /// the producers a global order sequences.
+    pub fn producer_streams(&self, c: CompId) -> usize {
+        super::cost::producers_of(self.dataflow, c)
     }
 
     /// The names of `ks`, in their order.

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde::ser::{Error as _, Serializer};
 
 use super::format::{CheckWrite, Format};
-use crate::analysis::point_code;
+use crate::analysis::{point_code, producer_names};
 use crate::check::{FileReport, Outcome};
 use crate::diagnostic::{Diagnostic, LineIndex};
 use crate::label::Label;
@@ -139,7 +139,7 @@ struct Barrier<'a> {
     component: &'a str,
     input: &'a str,
     key: Vec<&'a str>,
-    producers: &'a [String],
+    producers: Vec<&'a str>,
 }
 
 /// The diagnostics; `witnesses[i]` is what `--witness` attaches to the `i`th (nothing when it
@@ -232,7 +232,7 @@ fn file<'a>(r: &'a FileReport, at: usize, witnesses: Option<&'a Witnesses>) -> F
                     component: &df.component(b.component).name,
                     input: &df.iface(b.input).name,
                     key: df.keys.names(b.key),
-                    producers: &b.producers,
+                    producers: producer_names(df, &b.producers),
                 })),
                 sinks: Seq::new(an.sinks.iter().map(move |v| {
                     let s = &df.sinks[v.sink.index()];

@@ -10,6 +10,7 @@ pub mod human;
 pub mod json;
 pub mod plan_human;
 pub mod plan_json;
+pub mod plan_prose;
 pub mod plan_yaml;
 pub mod sarif;
 pub mod witness;

@@ -2,6 +2,7 @@
 //! (what, where, cost, why, what the runtime must provide), then the sinks and the totals.
 
 use super::format::{Format, PlanWrite, Planned, Settings};
+use super::plan_prose;
 use super::witness;
 use crate::plan::{Kind, Named, PointRef, Status};
 use crate::simulate::verify::Verification;
@@ -25,7 +26,7 @@ fn point(plan: &Named, p: &PointRef) -> String {
         plan.component(p.component),
         plan.iface(p.input),
         plan.iface(p.output),
-        p.annotation
+        p.annotation.as_str()
     )
 }
 
@@ -102,7 +103,7 @@ pub fn render(path: &str, plan: Named) -> String {
             } else {
                 list(&plan.sink_names(&m.sinks))
             },
-            m.runtime
+            plan_prose::runtime(&plan, m)
         ));
     }
     for b in &plan.barriers {
@@ -111,7 +112,7 @@ pub fn render(path: &str, plan: Named) -> String {
             Kind::SealBarrier.as_str(),
             plan.component(b.component),
             plan.iface(b.input),
-            b.buffers(),
+            plan_prose::barrier_buffers(&plan, b),
             b.cost,
             if b.added {
                 "added by the plan"
@@ -124,7 +125,7 @@ pub fn render(path: &str, plan: Named) -> String {
         s.push_str(&format!(
             "  unrepairable  sink `{}`: {}\n",
             plan.sink(r.sink),
-            r.message
+            plan_prose::reason(&plan, r)
         ));
         for p in &r.points {
             s.push_str(&format!(

@@ -14,6 +14,7 @@
 use serde_json::{Value, json};
 
 use super::format::{Format, PlanWrite, Planned, Settings};
+use super::plan_prose;
 use super::witness::WitnessOut;
 use crate::diagnostic::{Diagnostic, LineIndex, Severity};
 use crate::plan::{Kind, Named, PointRef};
@@ -115,7 +116,7 @@ fn point_json(plan: &Named, p: &PointRef) -> Value {
         "component": plan.component(p.component),
         "input": plan.iface(p.input),
         "output": plan.iface(p.output),
-        "annotation": p.annotation,
+        "annotation": p.annotation.as_str(),
         "gate": p.gate,
         "kind": p.kind,
     })
@@ -150,7 +151,7 @@ pub fn file_value(f: &PlannedFile) -> Value {
                 "fixes": m.fixes.iter().map(|p| point_json(&plan, p)).collect::<Vec<_>>(),
                 "fixes_complete": m.fixes_complete,
                 "sinks": plan.sink_names(&m.sinks),
-                "runtime": m.runtime,
+                "runtime": plan_prose::runtime(&plan, m),
             })
         })
         .collect();
@@ -164,13 +165,13 @@ pub fn file_value(f: &PlannedFile) -> Value {
             "source": Value::Null,
             "key": b.key,
             "replaces": Value::Null,
-            "producers": b.producers,
+            "producers": plan.producer_names(&b.producers),
             "cost": b.cost,
             "added": b.added,
             "fixes": [],
             "fixes_complete": true,
             "sinks": [],
-            "runtime": b.runtime(plan.dataflow),
+            "runtime": plan_prose::seal_barrier(&plan, b),
         })
     }));
     let mut entry = json!({
@@ -191,7 +192,7 @@ pub fn file_value(f: &PlannedFile) -> Value {
         "mechanisms": mechanisms,
         "sinks": plan.sinks.iter().map(|s| json!({
             "name": plan.sink(s.sink),
-            "tolerate": s.tolerate,
+            "tolerate": s.tolerate.as_str(),
             "before": s.before,
             "after": s.after,
             "failing_before": s.failing_before,
@@ -200,8 +201,8 @@ pub fn file_value(f: &PlannedFile) -> Value {
         "reasons": plan.reasons.iter().map(|r| json!({
             "sink": plan.sink(r.sink),
             "label": r.label,
-            "tolerate": r.tolerate,
-            "message": r.message,
+            "tolerate": r.tolerate.as_str(),
+            "message": plan_prose::reason(&plan, r),
             "points_of_order": r.points.iter().map(|p| point_json(&plan, p)).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     });

@@ -1,8 +1,9 @@
 //! Replication runtime: the mechanisms that enforce a coordination plan.
 //!
 //! The analyzer decides which coordination a dataflow needs (section 7 of the label algebra);
-//! this module runs it. It does not depend on any analyzer module: the plan's mechanism kinds
-//! ([`Mechanism`]) are this module's vocabulary.
+//! this module runs it. It does not depend on any analyzer module: the plan names the piece of
+//! this module each of its mechanism kinds needs (`blazes::plan::Kind::runtime_piece`), and
+//! `blazes deploy` hands the runtime the plan as its JSON document ([`deploy`]).
 //!
 //! | mechanism | module | guarantee |
 //! |---|---|---|
@@ -49,25 +50,3 @@ pub use session::{
     SessionEvent, SessionMessage, WorkerId, partition_for,
 };
 pub use smr::{Output, OutputId, Replica, SmrError, Snapshot, StateMachine};
-
-/// The coordination mechanisms of a plan, cheapest first (section 7 of the label algebra).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Mechanism {
-    /// Buffer each partition of a compatible seal until every producer sealed it.
-    SealBarrier,
-    /// Per-key total order through a partitioned log and leased sessions.
-    KeyedOrdering,
-    /// One total order for all inputs of a component through a sequencer.
-    GlobalOrdering,
-}
-
-impl Mechanism {
-    /// The runtime piece that provides this mechanism (a path in this module).
-    pub fn runtime_piece(self) -> &'static str {
-        match self {
-            Mechanism::SealBarrier => "runtime::barrier::SealBarrier",
-            Mechanism::KeyedOrdering => "runtime::session::SessionBroker",
-            Mechanism::GlobalOrdering => "runtime::sequencer::Sequencer",
-        }
-    }
-}

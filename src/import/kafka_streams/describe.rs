@@ -1,39 +1,12 @@
-//! Kafka Streams: the text `Topology#describe()` prints.
-//!
-//! ```text
-//! Topologies:
-//!    Sub-topology: 0
-//!     Source: KSTREAM-SOURCE-0000000000 (topics: [lines])
-//!       --> KSTREAM-FLATMAPVALUES-0000000001
-//!     Processor: KSTREAM-FLATMAPVALUES-0000000001 (stores: [])
-//!       --> KSTREAM-SINK-0000000002
-//!       <-- KSTREAM-SOURCE-0000000000
-//!     Sink: KSTREAM-SINK-0000000002 (topic: words)
-//!       <-- KSTREAM-FLATMAPVALUES-0000000001
-//! ```
-//!
-//! Every processor becomes a component. A topic that a sink of the topology writes and a
-//! source reads (a repartition topic, or a `to`/`stream` pair) becomes a stream between them;
-//! the other topics are the spec's sources and sinks. A state store listed by several
-//! processors links the ones that write it to the ones whose entry says `reads-state`.
-//!
-//! Order: the records of one partition of a topic are totally and durably ordered, and a
-//! task processes each record through its sub-topology before the next, so a processor whose
-//! only input comes from one topic the topology does not write, through processors that keep
-//! each key's order (catalogue `keeps-key-order`), sees each key's records in an order that
-//! is the same on every replay: it gets `order: [key]`. A topic written inside the topology
-//! is written by several tasks at once; the interleaving its readers see is not replayable.
-//!
-//! Names: the class of a processor is its name without the numeric suffixes Kafka Streams
-//! adds (`KSTREAM-AGGREGATE-0000000003` is `KSTREAM-AGGREGATE`); every source is class
-//! `KSTREAM-SOURCE` and every sink `KSTREAM-SINK`, whatever their names.
+//! The describe text read line by line into a [`Topology`]: sources, processors and sinks
+//! with their topics, stores, successors and predecessors, every error located at once.
 
 use std::collections::HashMap;
 
-use super::catalog::Catalog;
-use super::{Edge, External, Operator, Partition, Topology, invalid};
+use super::class_of;
 use crate::codes;
 use crate::diagnostic::{Diagnostic, Span};
+use crate::import::{Edge, External, Operator, Partition, Topology, invalid};
 use crate::spec::Limits;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -57,7 +30,7 @@ struct Node {
 }
 
 /// Lines of `text` with their offsets, without their line ends (`\n`, `\r\n`, `\r`).
-fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+pub(super) fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     let mut start = 0;
     let bytes = text.as_bytes();
     std::iter::from_fn(move || {
@@ -102,119 +75,7 @@ fn items(s: &str, offset: usize) -> Vec<(String, Span)> {
     out
 }
 
-/// The class a processor's name stands for: without the numeric suffixes.
-pub fn class_of(name: &str) -> String {
-    let mut s = name;
-    while let Some(i) = s.rfind('-') {
-        let tail = &s[i + 1..];
-        if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) && i > 0 {
-            s = &s[..i];
-        } else {
-            break;
-        }
-    }
-    s.to_string()
-}
-
-/// If the text is a describe output written as a Java string (a log line, a test's expected
-/// value: one line with `\n` escapes, maybe quoted), its decoded text and, for each decoded
-/// byte, the offset in the file it came from.
-fn java_string(text: &str) -> Option<(String, Vec<usize>)> {
-    let trimmed = text.trim();
-    if trimmed.contains('\n') || !trimmed.contains("\\n") {
-        return None;
-    }
-    let start = text.len() - text.trim_start().len();
-    let body_start = start + usize::from(trimmed.starts_with('"'));
-    let body_end = start + trimmed.len() - usize::from(trimmed.len() > 1 && trimmed.ends_with('"'));
-    let body = &text[body_start..body_end.max(body_start)];
-    let mut out = String::new();
-    let mut at = Vec::new();
-    let mut chars = body.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let from = body_start + i;
-        let decoded = if c == '\\' {
-            match chars.next() {
-                Some((_, 'n')) => '\n',
-                Some((_, 'r')) => '\r',
-                Some((_, 't')) => '\t',
-                Some((_, '"')) => '"',
-                Some((_, '\'')) => '\'',
-                Some((_, '\\')) => '\\',
-                Some((j, 'u')) => {
-                    let hex = body.get(j + 1..j + 5).unwrap_or("");
-                    match u32::from_str_radix(hex, 16).ok().and_then(char::from_u32) {
-                        Some(d) if hex.len() == 4 => {
-                            for _ in 0..4 {
-                                chars.next();
-                            }
-                            d
-                        }
-                        _ => '\u{fffd}',
-                    }
-                }
-                Some((_, other)) => other,
-                None => '\\',
-            }
-        } else {
-            c
-        };
-        for _ in 0..decoded.len_utf8() {
-            at.push(from);
-        }
-        out.push(decoded);
-    }
-    at.push(body_end);
-    Some((out, at))
-}
-
-/// Maps a span of the decoded text to the file.
-fn back(at: &[usize], span: Span) -> Span {
-    let start = at[span.offset.min(at.len() - 1)];
-    let end = at[span.end().min(at.len() - 1)];
-    Span::new(start, end.saturating_sub(start))
-}
-
-/// Parses a describe text.
-pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
-    match java_string(text) {
-        None => parse_plain(text, limits),
-        Some((decoded, at)) => {
-            let fix = |d: &mut Diagnostic| {
-                if let Some(p) = &mut d.primary {
-                    p.span = back(&at, p.span);
-                }
-                for n in &mut d.related {
-                    n.span = back(&at, n.span);
-                }
-            };
-            match parse_plain(&decoded, limits) {
-                Err(mut ds) => {
-                    ds.iter_mut().for_each(fix);
-                    Err(ds)
-                }
-                Ok(mut t) => {
-                    for op in &mut t.operators {
-                        op.span = back(&at, op.span);
-                        for x in op.reads.iter_mut().chain(&mut op.writes) {
-                            x.span = back(&at, x.span);
-                        }
-                    }
-                    for e in &mut t.edges {
-                        e.span = back(&at, e.span);
-                    }
-                    for s in &mut t.stores {
-                        s.2 = back(&at, s.2);
-                    }
-                    t.warnings.iter_mut().for_each(fix);
-                    Ok(t)
-                }
-            }
-        }
-    }
-}
-
-fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
+pub(super) fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
     let mut errors: Vec<Diagnostic> = Vec::new();
     let mut nodes: Vec<Node> = Vec::new();
     let mut global = false;
@@ -585,148 +446,5 @@ fn kind_word(k: Kind) -> &'static str {
         Kind::Source => "source",
         Kind::Processor => "processor",
         Kind::Sink => "sink",
-    }
-}
-
-/// Links the processors that read a store to the ones that write it, and gives `order:
-/// [key]` to the processors that see a topic partition's order (see the module's doc).
-/// Store links count against the edge limit: a store listed by many processors links each
-/// reader to each writer.
-pub fn derive_orders(
-    topology: &mut Topology,
-    catalog: &Catalog,
-    entries: &[Option<usize>],
-    limits: &Limits,
-) -> Result<(), Vec<Diagnostic>> {
-    let entry = |i: usize| entries[i].map(|e| &catalog.entries[e]);
-    // The writers of each store: the processors listing it that do not only read it.
-    let mut writers: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (i, s, _) in &topology.stores {
-        if !entry(*i).is_some_and(|e| e.reads_state) {
-            writers.entry(s.as_str()).or_default().push(*i);
-        }
-    }
-    let mut store_edges = Vec::new();
-    for (i, s, span) in &topology.stores {
-        if !entry(*i).is_some_and(|e| e.reads_state) {
-            continue;
-        }
-        for &w in writers.get(s.as_str()).map_or(&[][..], Vec::as_slice) {
-            if w != *i {
-                let iface: String = s
-                    .chars()
-                    .map(|c| {
-                        if c.is_alphanumeric() || c == '-' || c == '_' {
-                            c
-                        } else {
-                            '_'
-                        }
-                    })
-                    .take(120)
-                    .collect();
-                if topology.edges.len() + store_edges.len() >= limits.max_streams {
-                    return Err(vec![
-                        Diagnostic::new(
-                            &codes::LIMIT,
-                            format!(
-                                "linking the readers of store `{s}` to its writers makes more than {} edges, the limit (--max-streams)",
-                                limits.max_streams
-                            ),
-                        )
-                        .at(*span, "limit reached here")
-                        .help("if this file is trusted, raise the limit with --max-streams N"),
-                    ]);
-                }
-                store_edges.push(Edge {
-                    from: w,
-                    to: *i,
-                    input: format!("store-{iface}"),
-                    partition: Partition::Keys(vec!["key".into()]),
-                    via: Some(format!("state store `{s}`")),
-                    store: Some(s.clone()),
-                    span: *span,
-                });
-            }
-        }
-    }
-    topology.edges.extend(store_edges);
-
-    let n = topology.operators.len();
-    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for e in &topology.edges {
-        preds[e.to].push(e.from);
-        succs[e.from].push(e.to);
-    }
-    // Which topic's partition order each operator's input has, upstream first (Kahn's order;
-    // operators on a cycle are never reached and get none).
-    let mut ordered: Vec<Option<(String, usize)>> = vec![None; n];
-    let mut pending: Vec<usize> = preds.iter().map(Vec::len).collect();
-    let mut queue: std::collections::VecDeque<usize> =
-        (0..n).filter(|&i| pending[i] == 0).collect();
-    while let Some(i) = queue.pop_front() {
-        let op = &topology.operators[i];
-        ordered[i] = match (preds[i].as_slice(), op.reads.as_slice()) {
-            ([], [one]) if op.class == "KSTREAM-SOURCE" && !one.name.starts_with("pattern-") => {
-                Some((one.name.clone(), 0))
-            }
-            ([p], []) if entry(*p).is_some_and(|e| e.keeps_key_order) => {
-                ordered[*p].as_ref().map(|(t, hops)| (t.clone(), hops + 1))
-            }
-            _ => None,
-        };
-        for &s in &succs[i] {
-            pending[s] -= 1;
-            if pending[s] == 0 {
-                queue.push_back(s);
-            }
-        }
-    }
-    for (i, o) in ordered.into_iter().enumerate() {
-        if let Some((topic, hops)) = o {
-            let through = match hops {
-                0 => "directly".to_string(),
-                1 => "through 1 processor that keeps each key's order".to_string(),
-                h => format!("through {h} processors that keep each key's order"),
-            };
-            topology.operators[i].order = Some((
-                vec!["key".into()],
-                format!(
-                    "its records come from topic `{topic}` alone, {through}: each key's records arrive in the partition's order, which is durable and the same on every replay"
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn classes_drop_numeric_suffixes() {
-        assert_eq!(
-            class_of("KSTREAM-AGGREGATE-0000000003"),
-            "KSTREAM-AGGREGATE"
-        );
-        assert_eq!(class_of("KSTREAM-BRANCH-0000000001-0"), "KSTREAM-BRANCH");
-        assert_eq!(class_of("orders-this-join"), "orders-this-join");
-        assert_eq!(class_of("-1"), "-1");
-    }
-
-    #[test]
-    fn lines_end_at_lf_crlf_and_cr() {
-        let v: Vec<_> = lines("a\r\nb\rc\nd").collect();
-        assert_eq!(v, [(0, "a"), (3, "b"), (5, "c"), (7, "d")]);
-    }
-
-    #[test]
-    fn a_java_string_is_decoded_with_its_offsets() {
-        let (s, at) = java_string(r#""Topologies:\n  Source: A (topics: [t\u00e9])\n""#).unwrap();
-        assert!(s.starts_with("Topologies:\n  Source: A"));
-        assert!(s.contains("té"));
-        let a = s.find("A (").unwrap();
-        assert_eq!(at[a], r#""Topologies:\n  Source: "#.len());
     }
 }
