@@ -447,9 +447,15 @@ impl Host {
                 if let Some(b) = barrier {
                     // Any instance may release any partition: the server stores each release
                     // once, and the durable consumer hands it to this instance.
+                    // Several instances poll; one that loses the race to release a partition
+                    // finds its records purged and reports it inconsistent until it reads the
+                    // release, so only stalls (producers that never seal) are worth a word.
                     for event in b.poll().await? {
-                        if let BarrierEvent::Inconsistent { partition, reason } = event {
-                            eprintln!("host: partition {partition} is inconsistent: {reason}");
+                        if let BarrierEvent::Stalled { partition, missing } = event {
+                            eprintln!(
+                                "host: partition {partition} waits for seals from {}",
+                                missing.join(", ")
+                            );
                         }
                     }
                 }
@@ -633,6 +639,32 @@ impl Host {
         )
         .await
     }
+}
+
+/// The outputs of instance `config.instance` of a source (a producer without inputs, such as
+/// the spec's `sources`) into `consumer`'s inputs, as `plan` deploys them.
+pub async fn source_outputs(
+    js: jetstream::Context,
+    plan: &PlanFile,
+    config: &HostConfig,
+    consumer: &str,
+) -> Result<Outputs, HostError> {
+    check_name(&config.instance)?;
+    let deployment = deploy::derive(plan, config.replicas)?;
+    let channel = channel_of(plan, &deployment, consumer)?;
+    let component = deploy::sanitize(&config.component);
+    let producer = format!("{component}-{}", config.instance);
+    let id_prefix = format!("{}-{producer}", deployment.prefix);
+    Outputs::open(
+        js,
+        &deployment,
+        consumer,
+        channel,
+        &producer,
+        &id_prefix,
+        config,
+    )
+    .await
 }
 
 /// Publishes one instance's outputs into a consumer component's inputs, with ids that make a
