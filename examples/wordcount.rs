@@ -575,15 +575,21 @@ async fn committer(role: Role) -> Result<(), String> {
         let body = text(payload)?;
         let mut lines = body.lines();
         let b = lines.next().unwrap_or_default();
-        for line in lines {
+        // The keys of one message are independent: create them all at once.
+        let creates = lines.map(|line| {
             let (w, c) = line.split_once(' ').unwrap_or_default();
             let key = format!("b{b}.{w}");
-            if let Err(e) = db.create(&key, Bytes::from(c.to_string())).await
-                && e.kind() != kv::CreateErrorKind::AlreadyExists
-            {
-                return Err(format!("cannot commit `{key}`: {e}"));
+            let db = &db;
+            async move {
+                match db.create(&key, Bytes::from(c.to_string())).await {
+                    Err(e) if e.kind() != kv::CreateErrorKind::AlreadyExists => {
+                        Err(format!("cannot commit `{key}`: {e}"))
+                    }
+                    _ => Ok(()),
+                }
             }
-        }
+        });
+        futures_util::future::try_join_all(creates).await?;
         host.done(&d).await.map_err(|e| e.to_string())?;
         println!("commit {}", now_nanos());
     }
