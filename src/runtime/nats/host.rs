@@ -565,11 +565,13 @@ impl Host {
     }
 
     /// The logic handled `delivery` and its outputs are stored: acknowledge it (barrier
-    /// releases, plain messages; confirmed by the server) or note it for the next checkpoint
-    /// (global and keyed orders).
+    /// releases, plain messages) or note it for the next checkpoint (global and keyed orders).
+    /// The acknowledgement is sent without waiting for the server's confirmation: one lost in
+    /// a crash only makes the server deliver the input again, and the outputs of that second
+    /// handling carry the ids of the first.
     pub async fn done(&self, delivery: &Delivery) -> Result<(), HostError> {
         if let Some(m) = &delivery.ack {
-            m.double_ack().await.map_err(|e| NatsError::Unavailable {
+            m.ack().await.map_err(|e| NatsError::Unavailable {
                 subject: m.subject.to_string(),
                 waited: Duration::ZERO,
                 last: e.to_string(),
