@@ -81,6 +81,10 @@ pub struct HostConfig {
     /// The upstream instances a seal barrier waits for (the processes that seal its
     /// partitions); empty: the producers the plan names.
     pub seal_producers: Vec<String>,
+    /// Whether this instance runs the seal barrier's releases (reads every record and seal and
+    /// releases complete partitions). Any number of instances may; each partition is released
+    /// once. Every instance receives the releases either way. Default: true.
+    pub release_barrier: bool,
     /// Partitions of a keyed component (the same number for every instance and producer).
     pub partitions: u32,
     /// Raft replicas of every object the host creates (the plan's objects get the same).
@@ -99,6 +103,7 @@ impl HostConfig {
             component: component.to_string(),
             instance: instance.to_string(),
             seal_producers: Vec::new(),
+            release_barrier: true,
             partitions: 1,
             replicas: deploy::DEFAULT_REPLICAS,
             retry_for: super::DEFAULT_RETRY_FOR,
@@ -341,7 +346,7 @@ impl Host {
                 .await?;
                 Reader::Consumer {
                     consumer: Box::new(consumer),
-                    barrier: Some(Box::new(barrier)),
+                    barrier: config.release_barrier.then(|| Box::new(barrier)),
                     pending: Default::default(),
                 }
             }
@@ -479,7 +484,7 @@ impl Host {
                         reason: e.to_string(),
                     })?;
                     let (position, redelivered) = (info.stream_sequence, info.delivered > 1);
-                    let input = if barrier.is_some() {
+                    let input = if matches!(self.inner.channel, Channel::Barrier { .. }) {
                         let records = super::barrier::decode(&m.payload).ok_or_else(|| {
                             NatsError::Malformed {
                                 subject: m.subject.to_string(),
