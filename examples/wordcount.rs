@@ -235,6 +235,13 @@ impl Role {
     async fn host(&self, component: &str) -> Result<Host, HostError> {
         Host::open(self.js.clone(), &self.plan, self.config(component)).await
     }
+
+    /// A host that reads, from a plain stream, only the messages routed to this instance.
+    async fn keyed_host(&self, component: &str) -> Result<Host, HostError> {
+        let mut c = self.config(component);
+        c.input_key = Some(self.instance.clone());
+        Host::open(self.js.clone(), &self.plan, c).await
+    }
 }
 
 fn ready() {
@@ -277,7 +284,7 @@ async fn source(role: Role) -> Result<(), String> {
                 body.push('\n');
                 body.push_str(&tweet(b, t));
             }
-            out.publish(b + 1, j as u32, "", body.into())
+            out.publish(b + 1, j as u32, &j.to_string(), body.into())
                 .await
                 .map_err(|e| e.to_string())?;
         }
@@ -288,7 +295,10 @@ async fn source(role: Role) -> Result<(), String> {
 /// A splitter: each of its batches' tweets become words for Count, published as the plan
 /// says Count receives them.
 async fn splitter(role: Role) -> Result<(), String> {
-    let host = role.host("Splitter").await.map_err(|e| e.to_string())?;
+    let host = role
+        .keyed_host("Splitter")
+        .await
+        .map_err(|e| e.to_string())?;
     let out = host.outputs("Count").await.map_err(|e| e.to_string())?;
     ready();
     let me: u64 = role.instance.parse().map_err(|_| "instance is a number")?;
@@ -303,7 +313,7 @@ async fn splitter(role: Role) -> Result<(), String> {
         let [b, j] = numbers::<2>(lines.next().unwrap_or_default(), 0)?;
         if j == me {
             let tweets: Vec<&str> = lines.collect();
-            split(&out, &d, b, j, &tweets)
+            split(&out, &d, (b, j, role.shape.workers), &tweets)
                 .await
                 .map_err(|e| e.to_string())?;
             handled += 1;
@@ -316,8 +326,7 @@ async fn splitter(role: Role) -> Result<(), String> {
 async fn split(
     out: &Outputs,
     d: &Delivery,
-    b: u64,
-    j: u64,
+    (b, j, workers): (u64, u64, u64),
     tweets: &[&str],
 ) -> Result<(), HostError> {
     let n = tweets.len() as u64;
@@ -341,17 +350,35 @@ async fn split(
             out.send(format!("s {b} {j} {n}").into()).await.map(drop)
         }
         Channel::Plain { .. } | Channel::Keyed { .. } => {
-            let words = tweets.iter().enumerate().map(|(t, w)| {
-                out.publish(
-                    d.position,
-                    t as u32,
-                    "",
-                    format!("w {b} {j} {t}\n{w}").into(),
-                )
+            // Without a mechanism the words are grouped by field, as in Storm: each goes only
+            // to the counter that owns it, and so does every counter's copy of the seal.
+            let mut messages = Vec::new();
+            for (t, w) in tweets.iter().enumerate() {
+                let mut by_counter: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+                for word in w.split(' ') {
+                    let k = u64::from(partition_of(word, workers as u32));
+                    by_counter.entry(k).or_default().push(word);
+                }
+                for (k, words) in by_counter {
+                    let body = format!("w {b} {j} {t}\n{}", words.join(" "));
+                    messages.push((t as u64 * workers + k, k, body));
+                }
+            }
+            let words = messages.into_iter().map(|(i, k, body)| async move {
+                out.publish(d.position, i as u32, &k.to_string(), body.into())
+                    .await
             });
             futures_util::future::try_join_all(words).await?;
-            out.publish(d.position, n as u32, "", format!("s {b} {j} {n}").into())
+            let seals = (0..workers).map(|k| async move {
+                out.publish(
+                    d.position,
+                    (n * workers + k) as u32,
+                    &k.to_string(),
+                    format!("s {b} {j} {n}").into(),
+                )
                 .await
+            });
+            futures_util::future::try_join_all(seals).await.map(drop)
         }
     }
 }
@@ -435,7 +462,7 @@ impl Ordered {
 /// A counter: counts the words of its shard per batch and hands each batch's counts to the
 /// committer, reading its inputs the way the plan says.
 async fn counter(role: Role) -> Result<(), String> {
-    let host = role.host("Count").await.map_err(|e| e.to_string())?;
+    let host = role.keyed_host("Count").await.map_err(|e| e.to_string())?;
     let out = host.outputs("Commit").await.map_err(|e| e.to_string())?;
     let me: u64 = role.instance.parse().map_err(|_| "instance is a number")?;
     let n = role.shape.workers;

@@ -85,6 +85,9 @@ pub struct HostConfig {
     /// releases complete partitions). Any number of instances may; each partition is released
     /// once. Every instance receives the releases either way. Default: true.
     pub release_barrier: bool,
+    /// On a plain stream: read only the messages published with this key (one instance per
+    /// key, as a grouping by field routes them), instead of every message. Default: none.
+    pub input_key: Option<String>,
     /// Partitions of a keyed component (the same number for every instance and producer).
     pub partitions: u32,
     /// Raft replicas of every object the host creates (the plan's objects get the same).
@@ -104,6 +107,7 @@ impl HostConfig {
             instance: instance.to_string(),
             seal_producers: Vec::new(),
             release_barrier: true,
+            input_key: None,
             partitions: 1,
             replicas: deploy::DEFAULT_REPLICAS,
             retry_for: super::DEFAULT_RETRY_FOR,
@@ -353,13 +357,19 @@ impl Host {
             Channel::Plain { stream } => {
                 let object = deploy::plain_input(&deployment, &config.component, config.replicas);
                 let s = super::ensure_stream(&js, stream_config(&object), config.retry_for).await?;
+                if let Some(k) = &config.input_key {
+                    check_name(k)?;
+                }
+                let filter = match &config.input_key {
+                    Some(k) => format!("{stream}.*.{k}"),
+                    None => String::new(),
+                };
                 let consumer = durable_consumer(
                     &s,
-                    consumer_config(&durable, String::new(), config.ack_wait),
+                    consumer_config(&durable, filter, config.ack_wait),
                     config.retry_for,
                 )
                 .await?;
-                let _ = stream;
                 Reader::Consumer {
                     consumer: Box::new(consumer),
                     barrier: None,
@@ -770,7 +780,8 @@ impl Outputs {
     }
 
     /// Publishes output `index` of the input at `position` to a consumer on a plain stream
-    /// (`key` is ignored) or a keyed order (`key` chooses the partition).
+    /// (a non-empty `key` routes it to the instance reading that key) or a keyed order (`key`
+    /// chooses the partition).
     pub async fn publish(
         &self,
         position: u64,
@@ -782,14 +793,15 @@ impl Outputs {
         let i = &self.inner;
         match &i.channel {
             Channel::Plain { .. } => {
-                publish(
-                    &i.js,
-                    &i.plain_subject,
-                    headers(&id, None),
-                    payload,
-                    i.retry_for,
-                )
-                .await?;
+                // A key routes the message to the instance reading that key
+                // (`HostConfig::input_key`); without one, every instance reads it.
+                let subject = if key.is_empty() {
+                    i.plain_subject.clone()
+                } else {
+                    check_name(key)?;
+                    format!("{}.{key}", i.plain_subject)
+                };
+                publish(&i.js, &subject, headers(&id, None), payload, i.retry_for).await?;
             }
             Channel::Keyed { .. } => {
                 i.keyed
