@@ -548,7 +548,13 @@ impl Host {
                         deploy::sanitize(&self.inner.config.component),
                         self.inner.config.instance
                     ));
-                    *session = Some(Box::new(w.accept_next().await?));
+                    let accepted = w.accept_next().await?;
+                    // Progress is per partition: a new session continues after its own commit.
+                    *self.inner.handled.lock().await = (
+                        accepted.committed().0 + 1,
+                        Some(accepted.committed().1.clone()),
+                    );
+                    *session = Some(Box::new(accepted));
                 }
                 let s = session.as_mut().expect("a session");
                 match s.next().await {
