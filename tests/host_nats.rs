@@ -257,3 +257,57 @@ async fn a_barrier_hands_over_whole_partitions_and_a_sequence_resumes_from_its_c
     assert_eq!(total, 55);
     let _ = sum.inputs().boxed();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_component_gets_its_partition_in_order_and_resumes_after_its_commit() {
+    let Some((_cluster, js)) = server().await else {
+        return;
+    };
+    let p = plan(r#"{"kind": "keyed-order", "component": "Report", "key": ["id"]}"#);
+    let producer = Host::open(js.clone(), &p, config("Src", "0"))
+        .await
+        .unwrap();
+    let into_report = producer.outputs("Report").await.unwrap();
+    assert!(matches!(into_report.channel(), Channel::Keyed { .. }));
+    for i in 1..=5u32 {
+        into_report
+            .publish(1, i, "ad-7", Bytes::from(i.to_string()))
+            .await
+            .unwrap();
+    }
+    let value = |d: &Delivery| match &d.input {
+        Input::Keyed { key, payload, .. } => {
+            assert_eq!(key, "ad-7");
+            std::str::from_utf8(payload)
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        }
+        other => panic!("expected a keyed input, got {other:?}"),
+    };
+    {
+        let report = Host::open(js.clone(), &p, config("Report", "0"))
+            .await
+            .unwrap();
+        let mut seen = Vec::new();
+        for n in 1..=3 {
+            let d = next(&report).await;
+            seen.push(value(&d));
+            report.done(&d).await.unwrap();
+            if n == 2 {
+                // The session's commit: offset and state, fenced by its lease.
+                report.checkpoint(Bytes::from("1+2")).await.unwrap();
+            }
+        }
+        assert_eq!(seen, [1, 2, 3], "in the partition's order");
+    }
+    // The first incarnation's lease runs out (5 s); the next one resumes after the commit.
+    let report = Host::open(js.clone(), &p, config("Report", "1"))
+        .await
+        .unwrap();
+    let d = next(&report).await;
+    assert_eq!(report.restored().await.as_deref(), Some(&b"1+2"[..]));
+    assert_eq!(value(&d), 3, "the input after the commit is handled again");
+    let rest = [next(&report).await, next(&report).await].map(|d| value(&d));
+    assert_eq!(rest, [4, 5]);
+}
