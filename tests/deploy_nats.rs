@@ -272,3 +272,79 @@ async fn the_mechanisms_open_exactly_what_deploy_plans() {
         assert!(matches!(c, Change::Unchanged(_)), "{}", c.describe());
     }
 }
+
+/// `--force` shows the differences, then updates the differing objects in place (keeping their
+/// messages) and creates the missing ones; an orphan is left alone. The control is the same
+/// deployment without `--force`, refused in the same state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_applies_a_changed_plan_after_showing_the_diff() {
+    let Some((_cluster, url, js)) = server().await else {
+        return;
+    };
+    // An older deployment: the keyed stream with another duplicate window, holding a message.
+    js.create_stream(stream::Config {
+        name: "ad-poor-Report-keyed".into(),
+        subjects: vec!["ad-poor-Report-keyed.>".into()],
+        duplicate_window: Duration::from_secs(60),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    js.publish("ad-poor-Report-keyed.in.0", "kept".into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    // Control: without --force the deployment is refused and changes nothing.
+    let o = deploy(&url, &["specs/ad-poor.yaml"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let before = config(&js, "ad-poor-Report-keyed").await.unwrap();
+    assert_eq!(before.config.duplicate_window, Duration::from_secs(60));
+
+    let o = deploy(&url, &["--force", "specs/ad-poor.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("differs stream ad-poor-Report-keyed")
+            && err.contains("duplicate window: deployed 60s, planned 120s"),
+        "the diff is shown first: {err}"
+    );
+    assert!(
+        stdout(&o).contains("1 updated in place")
+            && stdout(&o).contains("updated stream ad-poor-Report-keyed"),
+        "{}",
+        stdout(&o)
+    );
+    let after = config(&js, "ad-poor-Report-keyed").await.unwrap();
+    let planned = planned(&["specs/ad-poor.yaml"]);
+    let Some(Object::Stream(s)) = planned.objects().next() else {
+        panic!("a keyed stream");
+    };
+    assert_eq!(after.config.subjects, s.subjects);
+    assert_eq!(after.config.duplicate_window, s.duplicate_window);
+    assert!(after.config.allow_message_ttl);
+    assert_eq!(
+        after.state.messages, 1,
+        "updated in place: the message is kept"
+    );
+    // Now the server is as planned.
+    let o = deploy(&url, &["specs/ad-poor.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("no change"), "{}", stdout(&o));
+
+    // A plan that drops a mechanism: --force creates the new objects, keeps the orphan.
+    let o = deploy(&url, &["specs/wordcount.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = deploy(
+        &url,
+        &["--force", "--allow", "global", "specs/wordcount.yaml"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("1 orphan left in place"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(config(&js, "wordcount-Count-keyed").await.is_some());
+    assert!(config(&js, "wordcount-Count-seq").await.is_some());
+}

@@ -25,6 +25,11 @@ pub(crate) struct DeployArgs {
     /// Print the engine objects of the plan instead of creating them (no server needed).
     #[arg(long)]
     pub dry_run: bool,
+    /// Apply a plan that differs from what the server holds: print the differences, then
+    /// create the missing objects and update the differing ones in place (their messages are
+    /// kept); objects no longer in the plan are left for you to delete.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub force: bool,
     /// Raft replicas of every stream and bucket (3 for a 3-node cluster, 1 for one server).
     #[arg(long, value_name = "N", default_value_t = deploy::DEFAULT_REPLICAS as u8,
           value_parser = clap::value_parser!(u8).range(1..=5))]
@@ -88,19 +93,19 @@ pub(crate) fn run(args: &DeployArgs) -> i32 {
         super::io::write_out(deploy::render(&d).as_bytes());
         return EXIT_CLEAN;
     }
-    apply(args.nats.as_deref().unwrap_or_default(), &d)
+    apply(args.nats.as_deref().unwrap_or_default(), &d, args.force)
 }
 
 #[cfg(not(feature = "nats"))]
-fn apply(_url: &str, _d: &Deployment) -> i32 {
+fn apply(_url: &str, _d: &Deployment, _force: bool) -> i32 {
     usage_error(
         "this blazes was built without the JetStream runtime, so it cannot apply a plan; install it with `cargo install --path . --features nats` (`--dry-run` works without it)",
     )
 }
 
 #[cfg(feature = "nats")]
-fn apply(url: &str, d: &Deployment) -> i32 {
-    use crate::runtime::nats::deploy::{Change, Outcome, deploy};
+fn apply(url: &str, d: &Deployment, force: bool) -> i32 {
+    use crate::runtime::nats::deploy::{Change, Outcome, deploy, deploy_forced};
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -117,8 +122,33 @@ fn apply(url: &str, d: &Deployment) -> i32 {
             .map_err(|_| format!("cannot connect to `{url}` within 10 s"))?
             .map_err(|e| format!("cannot connect to `{url}`: {e}"))?;
         let js = async_nats::jetstream::new(client);
-        deploy(&js, d).await.map_err(|e| e.to_string())
+        let outcome = deploy(&js, d).await.map_err(|e| e.to_string())?;
+        match outcome {
+            Outcome::Refused(changes) if force => {
+                // The differences are shown before anything is changed, as without --force.
+                eprint!(
+                    "the server differs from the plan of `{}`; --force applies it:\n{}",
+                    d.spec,
+                    changes
+                        .iter()
+                        .filter(|c| c.is_difference())
+                        .map(|c| format!("  {}\n", c.describe()))
+                        .collect::<String>()
+                );
+                deploy_forced(&js, d)
+                    .await
+                    .map(Forced)
+                    .map_err(|e| e.to_string())
+            }
+            other => Ok(Done(other)),
+        }
     });
+    /// What happened: a plain deployment's outcome, or a forced one's comparison.
+    enum Applied {
+        Done(Outcome),
+        Forced(Vec<Change>),
+    }
+    use Applied::{Done, Forced};
     let lines = |changes: &[Change], applied: bool| {
         changes
             .iter()
@@ -127,6 +157,46 @@ fn apply(url: &str, d: &Deployment) -> i32 {
                 c => format!("  {}\n", c.describe()),
             })
             .collect::<String>()
+    };
+    let outcome = match outcome {
+        Ok(Forced(changes)) => {
+            let count = |f: fn(&Change) -> bool| changes.iter().filter(|c| f(c)).count();
+            let orphans = count(|c| matches!(c, Change::Orphan { .. }));
+            super::io::write_out(
+                format!(
+                    "{}: deployed the plan of `{}` with --force: {} created, {} updated in place, {} unchanged{}\n{}",
+                    d.path,
+                    d.spec,
+                    count(|c| matches!(c, Change::Create(_))),
+                    count(|c| matches!(c, Change::Differs { .. })),
+                    count(|c| matches!(c, Change::Unchanged(_))),
+                    if orphans == 0 {
+                        String::new()
+                    } else {
+                        format!(
+                            ", {orphans} orphan{} left in place (delete {} once no service uses {})",
+                            if orphans == 1 { "" } else { "s" },
+                            if orphans == 1 { "it" } else { "them" },
+                            if orphans == 1 { "it" } else { "them" }
+                        )
+                    },
+                    changes
+                        .iter()
+                        .map(|c| match c {
+                            Change::Create(o) => format!("  created {} {}\n", o.kind(), o.name()),
+                            Change::Differs { object, .. } => {
+                                format!("  updated {} {}\n", object.kind(), object.name())
+                            }
+                            c => format!("  {}\n", c.describe()),
+                        })
+                        .collect::<String>()
+                )
+                .as_bytes(),
+            );
+            return EXIT_CLEAN;
+        }
+        Ok(Done(o)) => Ok(o),
+        Err(e) => Err(e),
     };
     match outcome {
         Err(e) if e.contains("replicas") => usage_error(&format!(
@@ -166,7 +236,7 @@ fn apply(url: &str, d: &Deployment) -> i32 {
         }
         Ok(Outcome::Refused(changes)) => {
             eprint!(
-                "error: the server differs from the plan of `{}`; nothing was changed (services may run on these objects: drain them and delete the differing objects, or deploy under another spec name):\n{}",
+                "error: the server differs from the plan of `{}`; nothing was changed (services may run on these objects: drain them and delete the differing objects, deploy under another spec name, or apply it with --force):\n{}",
                 d.spec,
                 lines(&changes, false)
             );

@@ -331,6 +331,25 @@ pub const OUTPUT_SUBJECTS: [&str; 1] = [">"];
 /// The subjects of a seal barrier's stream (`runtime::nats::barrier`).
 pub const BARRIER_SUBJECTS: [&str; 4] = ["rec.*.*", "seal.*.*", "set.*", "rel.*"];
 
+/// The subjects of a plain input stream (`runtime::nats::host`).
+pub const PLAIN_SUBJECTS: [&str; 1] = [">"];
+
+/// The stream `<spec>-<component>-in` on which a component the plan gives no mechanism
+/// receives its inputs (`runtime::nats::host`), one subject per producing instance, with
+/// `replicas` Raft replicas. Not among the plan's objects: the host creates it when a component
+/// reads or writes it.
+pub fn plain_input(d: &Deployment, component: &str, replicas: usize) -> StreamObject {
+    match stream(
+        format!("{}-{}-in", d.prefix, sanitize(component)),
+        &PLAIN_SUBJECTS,
+        replicas,
+        false,
+    ) {
+        Object::Stream(s) => s,
+        Object::Bucket(_) => unreachable!("`stream` builds a stream"),
+    }
+}
+
 /// The engine objects of one spec's plan, with `replicas` Raft replicas each. Fails on a spec
 /// without a plan (invalid, unrepairable), on a mechanism it does not know or that lacks a
 /// field, and when two mechanisms would share an object's name.

@@ -284,6 +284,60 @@ pub async fn deploy(js: &jetstream::Context, d: &Deployment) -> Result<Outcome, 
     Ok(Outcome::Applied(changes))
 }
 
+/// Updates an existing object to the plan's configuration, in place: its messages are kept.
+async fn update(js: &jetstream::Context, o: &Object) -> Result<(), NatsError> {
+    let name = o.stream_name();
+    let refused = |reason: String| NatsError::Refused {
+        subject: name.clone(),
+        reason,
+    };
+    let mut s = js
+        .get_stream(&name)
+        .await
+        .map_err(|e| refused(e.to_string()))?;
+    let mut config = s
+        .info()
+        .await
+        .map_err(|e| refused(e.to_string()))?
+        .config
+        .clone();
+    match o {
+        Object::Stream(planned) => {
+            config.subjects = planned.subjects.clone();
+            config.num_replicas = planned.replicas;
+            config.duplicate_window = planned.duplicate_window;
+            config.allow_message_ttl = planned.allow_msg_ttl;
+        }
+        Object::Bucket(planned) => {
+            config.max_messages_per_subject = planned.history;
+            config.num_replicas = planned.replicas;
+        }
+    }
+    js.update_stream(config)
+        .await
+        .map(drop)
+        .map_err(|e| refused(e.to_string()))
+}
+
+/// Deploys the plan's objects over a server that differs from it (`blazes deploy --force`):
+/// creates the missing objects and updates the differing ones in place (their messages are
+/// kept); objects no longer in the plan (orphans) are left alone, since deleting them would
+/// delete their messages. Returns the comparison it acted on.
+pub async fn deploy_forced(
+    js: &jetstream::Context,
+    d: &Deployment,
+) -> Result<Vec<Change>, NatsError> {
+    let changes = compare(js, d).await?;
+    for c in &changes {
+        match c {
+            Change::Create(o) => create(js, d, o).await?,
+            Change::Differs { object, .. } => update(js, object).await?,
+            Change::Unchanged(_) | Change::Orphan { .. } => {}
+        }
+    }
+    Ok(changes)
+}
+
 #[cfg(test)]
 mod tests {
     use crate::runtime::deploy::{CHECKPOINT_HISTORY, DEFAULT_REPLICAS, DUPLICATE_WINDOW};

@@ -27,6 +27,7 @@
 
 pub mod barrier;
 pub mod deploy;
+pub mod host;
 pub mod sequencer;
 pub mod session;
 pub mod smr;
