@@ -499,8 +499,10 @@ fn rich_inputs(m: &simulate::model::Model) -> simulate::model::Inputs {
 /// `depth`: found with records up to depth 6 instead of the cut; `domain`: found with five
 /// records per source, mixed attribute values; `budget`: found with ten times the schedules;
 /// `stuck`: some component upstream of the sink ends holding records that a seal never
-/// released (a loop waiting for its own seal, a declared seal never emitted); `keyed order`:
-/// a component upstream of the sink has a keyed order, executed as one order; `other`.
+/// released (a loop waiting for its own seal, a declared seal never emitted); `ordered
+/// upstream`: a component upstream of the sink has an order (global or keyed), whose steps
+/// wait for everything upstream of it to be idle, which in a cycle paces what goes round;
+/// `other`.
 fn classify_miss(text: &str, sink: usize, schedules: usize) -> &'static str {
     let report = check_bytes("random.yaml", text.as_bytes(), &Options::default());
     let Outcome::Analysed(a) = &report.outcome else {
@@ -537,13 +539,8 @@ fn classify_miss(text: &str, sink: usize, schedules: usize) -> &'static str {
     if reference.is_some_and(|o| upstream.iter().any(|&c| o.stuck[c])) {
         return "stuck";
     }
-    if upstream.iter().any(|&c| {
-        matches!(
-            a.dataflow.components[c].order,
-            Some(blazes::graph::Order::Keys(_))
-        )
-    }) {
-        return "keyed order";
+    if upstream.iter().any(|&c| base.comps[c].ordered) {
+        return "ordered upstream";
     }
     "other"
 }
