@@ -173,7 +173,8 @@ fn witnesses_are_shrunk_in_reordered_deliveries() {
     let (r, t) = reorder::compared(&ev);
     assert_eq!((r.len(), t.len()), (4, 4));
     assert_eq!(reorder::reordered(&r, &t), 3, "the reversed order");
-    let (shrunk, changed) = reorder::shrink(&m, &inputs, 0, Observed::Run, ev);
+    let (shrunk, changed) =
+        reorder::shrink(&m, &inputs, 0, Observed::Run, ev, reorder::REORDER_REPLAYS);
     assert!(changed);
     let (r, t) = reorder::compared(&shrunk);
     assert_eq!(reorder::reordered(&r, &t), 1);

@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use super::model::{Delivery, Exec, Inputs, Model, Outcome};
 use super::observe::{Evidence, Observed, Observer};
 
-/// Most executions the shrinking replays per witness.
+/// Most executions the shrinking replays per witness (fewer when the exploration ran fewer
+/// schedules: shrinking never costs more than the search that found the witness).
 pub const REORDER_REPLAYS: usize = 500;
 
 fn positions(order: &[Delivery]) -> HashMap<&Delivery, usize> {
@@ -146,14 +147,15 @@ fn still_shows(
 
 /// Moves the second side's deliveries back to the first side's order, one at a time (each
 /// to just before the first delivery that comes after it in the first side's order), keeping
-/// a move when the observation survives it and fewer deliveries are out of order. Returns the
-/// evidence, and whether it changed.
+/// a move when the observation survives it and fewer deliveries are out of order, within
+/// `max_replays` executions. Returns the evidence, and whether it changed.
 pub fn shrink(
     m: &Model,
     inputs: &Inputs,
     sink: usize,
     level: Observed,
     evidence: Evidence,
+    max_replays: usize,
 ) -> (Evidence, bool) {
     let mut ev = evidence;
     let mut changed = false;
@@ -179,7 +181,7 @@ pub fn shrink(
             if moved == moving {
                 continue;
             }
-            if replays == REORDER_REPLAYS {
+            if replays >= max_replays {
                 break 'improve;
             }
             replays += 1;

@@ -106,7 +106,14 @@ pub fn witness(
     // of that number: it is named as derived from it.
     let mut minimised = "";
     if shrink {
-        let (shrunk, changed) = super::reorder::shrink(m, &inputs, sink, level, evidence);
+        let (shrunk, changed) = super::reorder::shrink(
+            m,
+            &inputs,
+            sink,
+            level,
+            evidence,
+            schedules.min(super::reorder::REORDER_REPLAYS),
+        );
         evidence = shrunk;
         if changed {
             minimised = ", reordered less";
