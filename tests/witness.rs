@@ -392,3 +392,74 @@ fn github_annotations_carry_a_compact_witness() {
     assert!(text.contains("%0A    witness for `answers` (observed Inst"));
     assert!(text.contains("%0A      schedule 0: Count takes "), "{text}");
 }
+
+fn generated(components: usize, name: &str) -> std::path::PathBuf {
+    let text = blazes::generator::generate(&blazes::generator::GenOptions {
+        components,
+        seed: 3,
+        ..Default::default()
+    });
+    let path = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("witness-{name}-{}.yaml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Without `--schedules` a big spec gets `blazes plan`'s size-aware budget, and every output
+/// says so; past the size limit nothing is simulated, and that is said. The control: the same
+/// spec with `--schedules` runs what it is told and says nothing.
+#[test]
+fn a_big_spec_gets_the_size_aware_budget_and_says_so() {
+    use blazes::simulate::{DEFAULT_SCHEDULES, verify};
+    let n = 60;
+    let budget = verify::size_budget(n, DEFAULT_SCHEDULES).unwrap();
+    assert!(budget < DEFAULT_SCHEDULES);
+    let path = generated(n, "budget");
+    let spec = path.to_str().unwrap();
+    let o = check(&["--witness", "--format", "json", spec]);
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let sim = &doc["files"][0]["simulation"];
+    assert!(sim["schedules"].as_u64().unwrap() <= budget as u64, "{sim}");
+    let note = format!("reduced from 10,000 for a spec of {n} components; --schedules N runs more");
+    assert_eq!(sim["note"], note.as_str(), "{sim}");
+    assert!(
+        stderr(&o).contains(&format!(
+            "witnesses searched for in {budget} schedules at most ({note})"
+        )),
+        "{}",
+        stderr(&o)
+    );
+    let human = stdout(&check(&["--witness", spec]));
+    assert!(human.contains(&format!("({note})")), "{human}");
+    // Control: an explicit --schedules is obeyed, and nothing is said.
+    let o = check(&["--witness", "--schedules", "3", "--format", "json", spec]);
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let sim = &doc["files"][0]["simulation"];
+    assert!(sim.get("note").is_none(), "{sim}");
+    assert!(sim["schedules"].as_u64().unwrap() <= 3, "{sim}");
+    assert!(!stderr(&o).contains("note:"), "{}", stderr(&o));
+    let _ = std::fs::remove_file(&path);
+
+    let n = verify::PLAN_MAX_COMPONENTS + 1;
+    let path = generated(n, "past-limit");
+    let spec = path.to_str().unwrap();
+    let o = check(&["--witness", "--format", "json", spec]);
+    let plain = check(&["--format", "json", spec]);
+    assert_eq!(o.status.code(), plain.status.code());
+    assert_eq!(
+        stdout(&o),
+        stdout(&plain),
+        "nothing simulated, nothing attached"
+    );
+    assert!(
+        stderr(&o).contains(&format!(
+            "no witness searched for: the spec has {n} components, more than `blazes check --witness` simulates by default (200)"
+        )),
+        "{}",
+        stderr(&o)
+    );
+    let o = check(&["--witness", "--schedules", "1", "--format", "json", spec]);
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(doc["files"][0]["simulation"]["schedules"], 1);
+    let _ = std::fs::remove_file(&path);
+}

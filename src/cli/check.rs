@@ -8,8 +8,55 @@ use super::io::{is_stdin, use_color};
 use super::usage_error;
 use crate::check::{EXIT_CLEAN, EXIT_INVALID, FileReport, Options, Outcome};
 use crate::report::format::Settings;
+use crate::report::grouped::thousands;
 use crate::report::witness::Witnesses;
-use crate::simulate;
+use crate::simulate::{self, verify};
+
+/// The simulation behind the witnesses of one spec, with a note when it ran fewer schedules
+/// than asked. Without `--schedules` a big spec gets the size-aware budget `blazes plan` uses
+/// (a schedule of a 100-component spec costs about as much as 250 of a 20-component one), and
+/// a spec past its limit none: each is said on standard error as well.
+fn witness_run(
+    path: &str,
+    df: &crate::graph::Dataflow,
+    analysis: &crate::analysis::Analysis,
+    args: &CheckArgs,
+    o: &simulate::Options,
+) -> (Option<simulate::Simulation>, Option<String>) {
+    let components = df.components.len();
+    let schedules = match args.run.schedules {
+        Some(_) => o.schedules,
+        None => match verify::size_budget(components, o.schedules) {
+            Some(n) => n,
+            None => {
+                eprintln!(
+                    "note: `{path}`: no witness searched for: the spec has {} components, more than `blazes check --witness` simulates by default ({}); pass --schedules N to simulate it anyway",
+                    thousands(components),
+                    verify::PLAN_MAX_COMPONENTS
+                );
+                return (None, None);
+            }
+        },
+    };
+    let note = (schedules < o.schedules).then(|| {
+        format!(
+            "reduced from {} for a spec of {} components; --schedules N runs more",
+            thousands(o.schedules),
+            thousands(components)
+        )
+    });
+    if let Some(note) = &note {
+        eprintln!(
+            "note: `{path}`: witnesses searched for in {} schedules at most ({note})",
+            thousands(schedules)
+        );
+    }
+    let o = simulate::Options {
+        schedules,
+        ..o.clone()
+    };
+    (Some(simulate::simulate(df, analysis, &o)), note)
+}
 
 pub(crate) fn run(args: &CheckArgs) -> i32 {
     if args.specs.iter().filter(|s| is_stdin(s)).count() > 1 {
@@ -31,19 +78,27 @@ pub(crate) fn run(args: &CheckArgs) -> i32 {
     let reports = check_files(&args.specs, &args.from, &options);
     let witnesses = args.witness.then(|| {
         let o = args.run.options(simulate::DEFAULT_SCHEDULES);
+        let mut notes = Vec::with_capacity(reports.len());
+        let files = reports
+            .iter()
+            .map(|r| match &r.outcome {
+                // A spec without an unsafe sink has nothing to attach a witness to.
+                Outcome::Analysed(a) if a.analysis.failing() => {
+                    let (sim, note) = witness_run(&r.path, &a.dataflow, &a.analysis, args, &o);
+                    notes.push(note);
+                    sim
+                }
+                _ => {
+                    notes.push(None);
+                    None
+                }
+            })
+            .collect();
         Witnesses {
             seed: o.seed,
             replicas: o.replicas,
-            files: reports
-                .iter()
-                .map(|r| match &r.outcome {
-                    // A spec without an unsafe sink has nothing to attach a witness to.
-                    Outcome::Analysed(a) if a.analysis.failing() => {
-                        Some(simulate::simulate(&a.dataflow, &a.analysis, &o))
-                    }
-                    _ => None,
-                })
-                .collect(),
+            files,
+            notes,
         }
     });
     let cwd = std::env::current_dir().ok();

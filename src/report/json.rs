@@ -92,6 +92,9 @@ struct Diag<'a> {
 struct SimulationOut {
     exhaustive: bool,
     inconclusive: usize,
+    /// Why fewer schedules ran than asked (a big spec's budget), when they did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
     replicas: usize,
     schedules: usize,
     seed: u64,
@@ -204,6 +207,7 @@ fn file<'a>(r: &'a FileReport, at: usize, witnesses: Option<&'a Witnesses>) -> F
                 simulation: sim.map(|(w, s)| SimulationOut {
                     exhaustive: s.exhaustive,
                     inconclusive: s.inconclusive,
+                    note: w.notes.get(at).cloned().flatten(),
                     replicas: w.replicas,
                     schedules: s.schedules,
                     seed: w.seed,

@@ -19,6 +19,9 @@ pub struct Witnesses {
     pub seed: u64,
     pub replicas: usize,
     pub files: Vec<Option<Simulation>>,
+    /// Per report: why its exploration ran fewer schedules than asked (a big spec's budget),
+    /// said wherever the exploration is.
+    pub notes: Vec<Option<String>>,
 }
 
 impl Witnesses {
@@ -31,7 +34,11 @@ impl Witnesses {
     /// How the report `file` was explored, e.g. `1,000 random schedules with seed 1`.
     pub fn exploration(&self, file: usize) -> Option<String> {
         let sim = self.files.get(file)?.as_ref()?;
-        Some(exploration(sim.schedules, sim.exhaustive, self.seed))
+        let how = exploration(sim.schedules, sim.exhaustive, self.seed);
+        Some(match self.notes.get(file).and_then(Option::as_ref) {
+            Some(note) => format!("{how} ({note})"),
+            None => how,
+        })
     }
 }
 

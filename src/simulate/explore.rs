@@ -26,19 +26,51 @@ impl Chooser for SplitMix {
 }
 
 /// The default input: per source, three records (attributes all 0, all 1, all 0) with
-/// distinct payloads, so that every gate partition of value 0 holds two records.
+/// distinct payloads, so that every gate partition of value 0 holds two records; then one
+/// record per pattern a keyed order needs (see [`keyed_patterns`]).
 pub fn default_inputs(m: &Model) -> Inputs {
+    let patterns = keyed_patterns(m);
     (0..m.source_edges.len())
         .map(|s| {
-            (0..3u64)
-                .map(|t| Rec {
-                    attrs: vec![(t % 2) as u8; m.attrs.len()],
-                    payload: mix(s as u64 + 1, t + 1),
+            let base = (0..3u64).map(|t| vec![(t % 2) as u8; m.attrs.len()]);
+            base.chain(patterns.iter().cloned())
+                .zip(1u64..)
+                .map(|(attrs, t)| Rec {
+                    attrs,
+                    payload: mix(s as u64 + 1, t),
                     depth: 0,
                 })
                 .collect()
         })
         .collect()
+}
+
+/// The attribute patterns that make a keyed order's partitions interleave inside one gate
+/// partition: for each order-sensitive path of a component ordered by keys `K`, whose gate
+/// `G` does not contain `K`, the record that agrees with the all-0 records on `G` and differs
+/// on `K \ G`. With all-0 and all-1 records only, two records of one gate partition always
+/// share their key partition, and the canonical order within it hides the path's sensitivity.
+fn keyed_patterns(m: &Model) -> Vec<Vec<u8>> {
+    let mut patterns = std::collections::BTreeSet::new();
+    for c in &m.comps {
+        let Some(key) = &c.order_key else { continue };
+        for p in c.paths.iter().filter(|p| !p.annotation.is_confluent()) {
+            let outside: Vec<usize> = key
+                .iter()
+                .copied()
+                .filter(|a| !p.gate.contains(a))
+                .collect();
+            if outside.is_empty() {
+                continue;
+            }
+            let mut attrs = vec![0u8; m.attrs.len()];
+            for a in outside {
+                attrs[a] = 1;
+            }
+            patterns.insert(attrs);
+        }
+    }
+    patterns.into_iter().collect()
 }
 
 /// How the schedules were chosen, and how many ran.

@@ -2,17 +2,22 @@
 //! check of the analysis. The executable meaning of a spec and its limits are in
 //! `docs/simulation.md`.
 //!
-//! - `model`: records, the four path kinds, seals, barriers, orders, replicas; one execution;
+//! - `model`: the dataflow compiled for execution: records, paths, seals, orders, replicas;
+//! - `exec`: one execution (and `paths`: what a delivered record does);
 //! - `explore`: which schedules run (exhaustive under a bound, else seeded random);
 //! - `observe`: what each sink is observed to receive (`Run`, `Inst`, `Diverge`);
-//! - `witness`: the evidence of an observation, shrunk and made readable;
+//! - `witness`: the evidence of an observation, shrunk and made readable (`reorder`: shrunk
+//!   in reordered deliveries);
 //! - `verify`: a plan verified by execution (the spec with the plan in force, simulated).
 //!
 //! Must not know: files, output formats. Never prints.
 
+pub mod exec;
 pub mod explore;
 pub mod model;
 pub mod observe;
+mod paths;
+pub mod reorder;
 pub mod verify;
 pub mod witness;
 

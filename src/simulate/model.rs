@@ -1,6 +1,6 @@
-//! The executable meaning of a dataflow (see `docs/simulation.md`): records, the four path
-//! kinds, seal punctuation, seal barriers, ordered components and replicas, and one execution
-//! driven by a chooser that picks the next delivery.
+//! The dataflow compiled for execution (see `docs/simulation.md`): records, streams, the
+//! four path kinds with their gates, barriers and protected reads, ordered components,
+//! replicas, and which deliveries commute. `exec` runs it; `paths` is what a delivery does.
 //!
 //! Everything here is ordered (`BTreeMap`, `BTreeSet`, vectors): an execution is a function of
 //! the dataflow, the input records and the chooser's answers, nothing else.
@@ -10,6 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::analysis::{Analysis, read_protected};
 use crate::graph::{CompId, Consumer, Dataflow, Direction, IfaceId, Producer};
 use crate::label::{Annotation, Attr, Gate, KeySet, Label};
+
+pub use super::exec::{Body, Chooser, Delivery, Exec, Folds, Inputs, Msg, Outcome, execute};
 
 /// A record: one value (0 or 1) per attribute the spec names, a payload, and its depth: how
 /// many order-sensitive paths (`OW` states, `OR` answers) made it from a source's record.
@@ -71,6 +73,10 @@ pub struct CompModel {
     pub name: String,
     pub replicas: usize,
     pub ordered: bool,
+    /// A keyed order's attribute indexes: records are taken in the canonical order within
+    /// each partition of these, and the partitions interleave as the schedule chooses.
+    /// `None` for a global order (and for an unordered component).
+    pub order_key: Option<Vec<usize>>,
     pub paths: Vec<PathModel>,
     pub inputs: Vec<IfaceId>,
     pub outputs: Vec<IfaceId>,
@@ -108,6 +114,8 @@ pub struct Model {
     pub delivery_budget: usize,
     /// Whether some component is ordered (else no ordered step is ever due).
     pub any_ordered: bool,
+    /// The deepest record a path emits (see [`MAX_DEPTH`]).
+    pub max_depth: u8,
     /// Switches for the negative controls of the tests.
     pub knobs: Knobs,
 }
@@ -241,11 +249,17 @@ impl Model {
                         Some(Gate::Keys(k)) => idx(k),
                         _ => Vec::new(),
                     };
+                    // A barrier holds a gate partition whole only when the gate lies inside
+                    // one partition of the seal key. A barrier placed on the input for a
+                    // protected read of the component releases seal partitions one by one, in
+                    // any order: an `OW` with an incompatible gate still folds across them in
+                    // that order, so it is executed unbuffered, as the analysis labels it.
                     let barrier = p.annotation == Annotation::OW
-                        && analysis
-                            .barriers
-                            .iter()
-                            .any(|b| b.component.index() == ci && b.input == p.input);
+                        && analysis.barriers.iter().any(|b| {
+                            b.component.index() == ci
+                                && b.input == p.input
+                                && matches!(p.gate, Some(Gate::Keys(g)) if df.keys.is_subset(b.key, g))
+                        });
                     let waits_for_seals = p.annotation == Annotation::OR
                         && !c.ordered_for(p.gate.unwrap_or(Gate::Star), &df.keys)
                         && read_protected(df, c, p.gate.unwrap_or(Gate::Star), &labels.iface);
@@ -271,6 +285,10 @@ impl Model {
                 name: c.name.clone(),
                 replicas: if c.replicated { replicas.max(1) } else { 1 },
                 ordered: c.order.is_some(),
+                order_key: match c.order {
+                    Some(crate::graph::Order::Keys(k)) => Some(idx(k)),
+                    _ => None,
+                },
                 paths,
                 inputs: c.inputs.clone(),
                 outputs: c.outputs.clone(),
@@ -352,6 +370,7 @@ impl Model {
         Model {
             delivery_budget: DELIVERY_BUDGET.max(DELIVERY_BUDGET_PER_EDGE * edges.len()),
             any_ordered: comps.iter().any(|c| c.ordered),
+            max_depth: depth_bound(&comps, &edges, n_if),
             commuting,
             upstream,
             attrs: names.into_iter().map(|(n, _)| n).collect(),
@@ -390,7 +409,7 @@ impl Model {
     }
 
     /// How many instances the producer of an edge has.
-    fn producer_instances(&self, e: usize) -> usize {
+    pub(super) fn producer_instances(&self, e: usize) -> usize {
         match self.edges[e].from {
             From::Output(o) => self.comps[self.iface_comp[o.index()].index()].replicas,
             _ => 1,
@@ -422,595 +441,74 @@ fn input_commutes(comp: &CompModel, input: IfaceId, knobs: Knobs) -> bool {
         })
 }
 
-/// The input of one execution: the records each source emits (same order as
-/// `Model::source_edges`).
-pub type Inputs = Vec<Vec<Rec>>;
-
-/// A message in flight on an edge, from one producer instance to one consumer instance.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Msg {
-    pub edge: usize,
-    pub from: usize,
-    pub to: usize,
-    pub body: Body,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Body {
-    Rec(Rec),
-    /// No more records whose attributes (at the edge's seal key) have these values.
-    Seal(Vec<u8>),
-}
-
-/// One delivery of a record into a component instance's input, for traces.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Delivery {
-    pub comp: usize,
-    pub instance: usize,
-    pub input: IfaceId,
-    pub rec: Rec,
-}
-
-#[derive(Clone, Debug, Default, Hash)]
-struct Instance {
-    received: BTreeMap<IfaceId, BTreeSet<Rec>>,
-    /// Seals received: (edge, producer instance, values).
-    seals: BTreeSet<(usize, usize, Vec<u8>)>,
-    /// Ordered components: records and seals waiting for their turn.
-    queue: BTreeSet<(Rec, IfaceId)>,
-    queued_seals: BTreeSet<(usize, usize, Vec<u8>)>,
-    /// Per path: the OW fold state per gate partition.
-    fold: Folds,
-    /// Per path: barrier buffers per gate partition, and the partitions released.
-    held: BTreeMap<(usize, Vec<u8>), BTreeSet<Rec>>,
-    released: BTreeSet<(usize, Vec<u8>)>,
-    /// Per path: reads waiting for their partition to be sealed.
-    waiting: BTreeMap<usize, BTreeSet<Rec>>,
-    /// Records written by the writing paths (what reads observe).
-    written: BTreeSet<Rec>,
-    emitted: BTreeMap<IfaceId, BTreeSet<Rec>>,
-    sealed_out: BTreeSet<(usize, Vec<u8>)>,
-}
-
-/// The fold state of an instance's `OW` paths: (path, gate partition) -> state.
-pub type Folds = BTreeMap<(usize, Vec<u8>), u64>;
-
-/// What one execution ends with, at quiescence.
-#[derive(Clone, Debug)]
-pub struct Outcome {
-    /// Per sink: the set of records it received.
-    pub sinks: Vec<BTreeSet<Rec>>,
-    /// Per component, per instance: what each output emitted.
-    pub emitted: Vec<Vec<BTreeMap<IfaceId, BTreeSet<Rec>>>>,
-    /// Per component, per instance: the fold state of each `OW` path, per partition.
-    pub fold: Vec<Vec<Folds>>,
-    pub trace: Vec<Delivery>,
-}
-
-/// Chooses the next delivery among those that do not commute (`n > 1`).
-pub trait Chooser {
-    fn choose(&mut self, n: usize) -> usize;
-}
-
 /// Most deliveries one execution may make, at least, and per edge of the dataflow: past it the
 /// execution is inconclusive and observes nothing. A large dataflow needs more deliveries (a
 /// record crosses every edge on its way, once per consumer instance).
 pub const DELIVERY_BUDGET: usize = 4000;
 pub const DELIVERY_BUDGET_PER_EDGE: usize = 200;
 
-/// The deepest record a path emits. An `OW` state or an `OR` answer is a new record, one
-/// deeper than the record it answers; in a cycle, answers would be read and answered forever.
-/// Deeper records are dropped where they are made: the depth is a function of how a record
-/// was derived, never of the schedule, so the cut keeps a deterministic stream deterministic
-/// (a cap on the number of answers would not: which answers pass would depend on the order).
+/// The deepest record a path emits, at least, and at most. An `OW` state or an `OR` answer is
+/// a new record, one deeper than the record it answers; in a cycle, answers would be read and
+/// answered forever. Deeper records are dropped where they are made: the depth is a function
+/// of how a record was derived, never of the schedule, so the cut keeps a deterministic stream
+/// deterministic (a cap on the number of answers would not: which answers pass would depend on
+/// the order). The bound of a dataflow is its longest chain of order-sensitive paths (see
+/// [`depth_bound`]), so that outside cycles no record is cut.
 pub const MAX_DEPTH: u8 = 2;
+pub const MAX_DEPTH_CAP: u8 = 6;
 
-/// One execution in progress: every instance's state and the messages in flight. Cloned at
-/// the choice points of the exhaustive search.
-#[derive(Clone)]
-pub struct Exec<'m> {
-    m: &'m Model,
-    inst: Vec<Vec<Instance>>,
-    /// Messages in flight, kept sorted: the state does not depend on the order they were sent
-    /// in, and the choices are numbered the same way whatever path led to the state.
-    pending: Vec<Msg>,
-    sinks: Vec<BTreeSet<Rec>>,
-    trace: Vec<Delivery>,
-    steps: usize,
-}
-
-fn project(rec_attrs: &[u8], key: &[usize]) -> Vec<u8> {
-    key.iter().map(|&a| rec_attrs[a]).collect()
-}
-
-/// Runs one execution; `None` when the delivery budget runs out.
-pub fn execute(m: &Model, inputs: &Inputs, chooser: &mut dyn Chooser) -> Option<Outcome> {
-    let mut x = Exec::start(m, inputs);
-    loop {
-        let choices = x.advance()?;
-        if choices.is_empty() {
-            return Some(x.finish());
-        }
-        let pick = chooser.choose(choices.len()).min(choices.len() - 1);
-        x.deliver_at(choices[pick]);
+/// How many order-sensitive paths a record can cross on its way to a sink: the longest chain
+/// of `OW`/`OR` paths through the dataflow's strongly connected components, each cycle's own
+/// order-sensitive paths counted at most twice (once around it, and once more into a read of
+/// what went around), within [`MAX_DEPTH`] and [`MAX_DEPTH_CAP`].
+fn depth_bound(comps: &[CompModel], edges: &[Edge], n_if: usize) -> u8 {
+    use petgraph::graph::{DiGraph, NodeIndex};
+    let mut g: DiGraph<(), u32> = DiGraph::with_capacity(n_if, edges.len());
+    for _ in 0..n_if {
+        g.add_node(());
     }
-}
-
-impl<'m> Exec<'m> {
-    /// The state before any delivery: every source's records and seals in flight.
-    pub fn start(m: &'m Model, inputs: &Inputs) -> Exec<'m> {
-        let mut x = Exec {
-            m,
-            inst: m
-                .comps
-                .iter()
-                .map(|c| vec![Instance::default(); c.replicas])
-                .collect(),
-            pending: Vec::new(),
-            sinks: vec![BTreeSet::new(); m.sink_names.len()],
-            trace: Vec::new(),
-            steps: 0,
-        };
-        for (s, (_, edges)) in m.source_edges.iter().enumerate() {
-            for &e in edges {
-                for r in &inputs[s] {
-                    x.send(e, 0, Body::Rec(r.clone()));
-                }
-                if let Some(key) = &m.edges[e].seal {
-                    for v in values(key.len()) {
-                        x.send(e, 0, Body::Seal(v));
-                    }
-                }
-            }
-        }
-        x
-    }
-
-    /// Does everything that needs no choice: the ordered components' steps, and every
-    /// delivery that commutes with all others (see `Model::commutes`), until the next choice
-    /// point. Returns the deliveries to choose from (indexes of the messages in flight),
-    /// empty at quiescence, `None` once the delivery budget is spent.
-    pub fn advance(&mut self) -> Option<Vec<usize>> {
-        loop {
-            if self.ordered_step(false) {
-                continue;
-            }
-            if self.steps >= self.m.delivery_budget && !self.pending.is_empty() {
-                return None;
-            }
-            // Records that commute are always enabled (no need to look at the seals), and may
-            // be delivered in any order: all of them at once, in one pass over the messages.
-            if !self.m.knobs.fixed_order {
-                let (now, rest): (Vec<Msg>, Vec<Msg>) = std::mem::take(&mut self.pending)
-                    .into_iter()
-                    .partition(|m| matches!(m.body, Body::Rec(_)) && self.m.commutes(m));
-                self.pending = rest;
-                if !now.is_empty() {
-                    for msg in now {
-                        self.steps += 1;
-                        self.deliver(msg);
-                    }
-                    continue;
-                }
-            }
-            let enabled = self.enabled();
-            if enabled.is_empty() {
-                if self.ordered_step(true) {
-                    continue;
-                }
-                return Some(Vec::new());
-            }
-            let forced = if self.m.knobs.fixed_order || enabled.len() == 1 {
-                Some(enabled[0])
-            } else {
-                enabled
-                    .iter()
-                    .copied()
-                    .find(|&i| self.m.commutes(&self.pending[i]))
-            };
-            match forced {
-                Some(i) => self.deliver_at(i),
-                None => return Some(enabled),
-            }
+    for c in comps {
+        for p in &c.paths {
+            let w = u32::from(!p.annotation.is_confluent());
+            g.add_edge(
+                NodeIndex::new(p.input.index()),
+                NodeIndex::new(p.output.index()),
+                w,
+            );
         }
     }
-
-    /// Delivers the message in flight at `index`.
-    pub fn deliver_at(&mut self, index: usize) {
-        self.steps += 1;
-        let msg = self.pending.remove(index);
-        self.deliver(msg);
-    }
-
-    /// A hash of the state (instances, messages in flight, sinks; not the trace): two
-    /// executions with the same fingerprint continue identically.
-    pub fn fingerprint(&self) -> u64 {
-        use std::hash::{Hash, Hasher};
-        // SipHash with fixed keys: the same state hashes the same in every run.
-        let mut h = std::hash::DefaultHasher::new();
-        self.inst.hash(&mut h);
-        self.pending.hash(&mut h);
-        self.sinks.hash(&mut h);
-        h.finish()
-    }
-
-    /// What the execution ends with.
-    pub fn finish(self) -> Outcome {
-        Outcome {
-            sinks: self.sinks,
-            emitted: self
-                .inst
-                .iter()
-                .map(|is| is.iter().map(|i| i.emitted.clone()).collect())
-                .collect(),
-            fold: self
-                .inst
-                .iter()
-                .map(|is| is.iter().map(|i| i.fold.clone()).collect())
-                .collect(),
-            trace: self.trace,
+    for e in edges {
+        if let (From::Output(o), To::Input(i)) = (e.from, e.to) {
+            g.add_edge(NodeIndex::new(o.index()), NodeIndex::new(i.index()), 0);
         }
     }
-}
-
-/// Every assignment of 0/1 to `n` attributes (none past 8 attributes: such a key is never
-/// sealed by the simulator, which only delays barriers, never breaks them).
-fn values(n: usize) -> Vec<Vec<u8>> {
-    if n > 8 {
-        return Vec::new();
-    }
-    (0..1u32 << n)
-        .map(|bits| (0..n).map(|i| ((bits >> i) & 1) as u8).collect())
-        .collect()
-}
-
-impl Exec<'_> {
-    fn consumers(&self, e: usize) -> usize {
-        match self.m.edges[e].to {
-            To::Input(i) => self.m.comps[self.m.iface_comp[i.index()].index()].replicas,
-            To::Sink(_) => 1,
+    // Components in reverse topological order: each after every component it feeds.
+    let sccs = petgraph::algo::tarjan_scc(&g);
+    let mut scc_of = vec![0usize; n_if];
+    for (k, scc) in sccs.iter().enumerate() {
+        for n in scc {
+            scc_of[n.index()] = k;
         }
     }
-
-    fn send(&mut self, edge: usize, from: usize, body: Body) {
-        if matches!(body, Body::Seal(_)) && matches!(self.m.edges[edge].to, To::Sink(_)) {
-            return;
-        }
-        for to in 0..self.consumers(edge) {
-            let msg = Msg {
-                edge,
-                from,
-                to,
-                body: body.clone(),
-            };
-            let at = self.pending.partition_point(|p| *p <= msg);
-            self.pending.insert(at, msg);
-        }
-    }
-
-    /// The messages that may be delivered now: every record, and the seals none of whose
-    /// partition's records is still in flight on the same channel (edge, producer instance,
-    /// consumer instance).
-    fn enabled(&self) -> Vec<usize> {
-        if !self.pending.iter().any(|m| matches!(m.body, Body::Seal(_))) {
-            return (0..self.pending.len()).collect();
-        }
-        let mut busy: BTreeSet<(usize, usize, usize, Vec<u8>)> = BTreeSet::new();
-        for o in &self.pending {
-            if let (Body::Rec(r), Some(key)) = (&o.body, &self.m.edges[o.edge].seal) {
-                busy.insert((o.edge, o.from, o.to, project(&r.attrs, key)));
-            }
-        }
-        (0..self.pending.len())
-            .filter(|&i| {
-                let msg = &self.pending[i];
-                match &msg.body {
-                    Body::Rec(_) => true,
-                    Body::Seal(v) => !busy.contains(&(msg.edge, msg.from, msg.to, v.clone())),
-                }
-            })
-            .collect()
-    }
-
-    fn deliver(&mut self, msg: Msg) {
-        let edge = &self.m.edges[msg.edge];
-        let input = match edge.to {
-            To::Sink(s) => {
-                if let Body::Rec(r) = msg.body {
-                    self.sinks[s].insert(r);
-                }
-                return;
-            }
-            To::Input(i) => i,
-        };
-        let c = self.m.iface_comp[input.index()].index();
-        let ordered = self.m.comps[c].ordered;
-        match msg.body {
-            Body::Rec(r) => {
-                let inst = &mut self.inst[c][msg.to];
-                if !inst.received.entry(input).or_default().insert(r.clone()) {
-                    return;
-                }
-                if ordered {
-                    inst.queue.insert((r, input));
+    let mut longest = vec![0u32; sccs.len()];
+    for (k, scc) in sccs.iter().enumerate() {
+        let mut inside = 0u32;
+        let mut after = 0u32;
+        for &n in scc {
+            for e in g.edges(n) {
+                use petgraph::visit::EdgeRef;
+                let t = scc_of[e.target().index()];
+                if t == k {
+                    inside += e.weight();
                 } else {
-                    self.process(c, msg.to, input, r);
-                }
-            }
-            Body::Seal(v) => {
-                let inst = &mut self.inst[c][msg.to];
-                if ordered {
-                    inst.queued_seals.insert((msg.edge, msg.from, v));
-                } else {
-                    inst.seals.insert((msg.edge, msg.from, v));
-                    self.settle(c, msg.to);
+                    after = after.max(e.weight() + longest[t]);
                 }
             }
         }
+        longest[k] = inside.min(2) + after;
     }
-
-    fn has_work(&self, c: usize) -> bool {
-        self.inst[c]
-            .iter()
-            .any(|i| !i.queue.is_empty() || !i.queued_seals.is_empty())
-    }
-
-    /// Whether everything that can feed ordered component `c` is idle: nothing in flight into
-    /// it or its upstream, and no other ordered component upstream with queued work. Its
-    /// queue then holds every record it will get before its own next output.
-    fn upstream_idle(&self, c: usize) -> bool {
-        let up = &self.m.upstream[c];
-        let in_flight = self
-            .pending
-            .iter()
-            .any(|msg| match self.m.edges[msg.edge].to {
-                To::Input(i) => up[self.m.iface_comp[i.index()].index()],
-                To::Sink(_) => false,
-            });
-        !in_flight
-            && (0..self.m.comps.len())
-                .all(|u| u == c || !up[u] || !self.m.comps[u].ordered || !self.has_work(u))
-    }
-
-    /// The first ordered component whose upstream is idle (with `any`, the first with work:
-    /// used when nothing at all is in flight) takes its next record in the canonical order
-    /// (every instance the same), or, once no record is queued, its queued seals. Returns
-    /// whether anything happened.
-    fn ordered_step(&mut self, any: bool) -> bool {
-        if !self.m.any_ordered {
-            return false;
-        }
-        for c in 0..self.m.comps.len() {
-            if !self.m.comps[c].ordered || !self.has_work(c) {
-                continue;
-            }
-            if !any && !self.upstream_idle(c) {
-                continue;
-            }
-            let mut any = false;
-            for k in 0..self.inst[c].len() {
-                let inst = &mut self.inst[c][k];
-                if let Some((r, input)) = inst.queue.pop_first() {
-                    any = true;
-                    self.process(c, k, input, r);
-                } else if !inst.queued_seals.is_empty() {
-                    any = true;
-                    let seals = std::mem::take(&mut inst.queued_seals);
-                    inst.seals.extend(seals);
-                    self.settle(c, k);
-                }
-            }
-            if any {
-                return true;
-            }
-        }
-        false
-    }
-
-    fn process(&mut self, c: usize, k: usize, input: IfaceId, r: Rec) {
-        self.trace.push(Delivery {
-            comp: c,
-            instance: k,
-            input,
-            rec: r.clone(),
-        });
-        let comp = &self.m.comps[c];
-        for (pi, p) in comp.paths.iter().enumerate() {
-            if p.input != input {
-                continue;
-            }
-            match p.annotation {
-                Annotation::CR => self.emit(c, k, p.output, r.clone()),
-                // The input already dropped repeats; the set of written records grows the same
-                // whatever the order, and each new record is forwarded once.
-                Annotation::CW => {
-                    self.inst[c][k].written.insert(r.clone());
-                    self.emit(c, k, p.output, r.clone());
-                }
-                Annotation::OW => {
-                    let part = project(&r.attrs, &p.gate);
-                    let inst = &mut self.inst[c][k];
-                    inst.written.insert(r.clone());
-                    if p.barrier && !self.m.knobs.no_barrier {
-                        inst.held.entry((pi, part)).or_default().insert(r.clone());
-                    } else {
-                        let st = inst.fold.entry((pi, part)).or_insert(0);
-                        *st = mix(*st, r.payload);
-                        let out = Rec {
-                            attrs: r.attrs.clone(),
-                            payload: *st,
-                            depth: r.depth.saturating_add(1),
-                        };
-                        self.emit(c, k, p.output, out);
-                    }
-                }
-                Annotation::OR => {
-                    if p.waits_for_seals {
-                        self.inst[c][k]
-                            .waiting
-                            .entry(pi)
-                            .or_default()
-                            .insert(r.clone());
-                    } else {
-                        let out = self.answer(c, k, pi, &r);
-                        self.emit(c, k, p.output, out);
-                    }
-                }
-            }
-        }
-        self.settle(c, k);
-    }
-
-    /// A read's answer: the read record with a payload that summarises the written records
-    /// of its gate partition (as a set: which writes, not their order).
-    fn answer(&self, c: usize, k: usize, pi: usize, r: &Rec) -> Rec {
-        let gate = &self.m.comps[c].paths[pi].gate;
-        let want = project(&r.attrs, gate);
-        let mut h = r.payload;
-        for w in &self.inst[c][k].written {
-            if project(&w.attrs, gate) == want {
-                h = mix(h, w.payload);
-            }
-        }
-        Rec {
-            attrs: r.attrs.clone(),
-            payload: mix(h, 0x5EED),
-            depth: r.depth.saturating_add(1),
-        }
-    }
-
-    /// Whether no more records with `rec_attrs` (at each edge's seal key) can reach `input`
-    /// of instance `k`: every edge into it sealed that partition from every producer instance.
-    fn closed(&self, c: usize, k: usize, input: IfaceId, attrs: &[Option<u8>]) -> bool {
-        self.m.into[input.index()].iter().all(|&e| {
-            let Some(key) = &self.m.edges[e].seal else {
-                return false;
-            };
-            let Some(v) = key.iter().map(|&a| attrs[a]).collect::<Option<Vec<u8>>>() else {
-                return false;
-            };
-            (0..self.m.producer_instances(e))
-                .all(|j| self.inst[c][k].seals.contains(&(e, j, v.clone())))
-        })
-    }
-
-    /// Releases what seals allow (barrier partitions, waiting reads), then emits the seals of
-    /// outputs whose partitions can receive nothing more.
-    fn settle(&mut self, c: usize, k: usize) {
-        let comp = &self.m.comps[c];
-        let inst = &self.inst[c][k];
-        if inst.held.is_empty() && inst.waiting.values().all(BTreeSet::is_empty) && !comp.seals_out
-        {
-            return;
-        }
-        let n_attrs = self.m.attrs.len();
-        let full = |r: &Rec| -> Vec<Option<u8>> { r.attrs.iter().map(|&a| Some(a)).collect() };
-        loop {
-            let mut progress = false;
-            let held: Vec<(usize, Vec<u8>)> = self.inst[c][k].held.keys().cloned().collect();
-            for key in held {
-                let p = &comp.paths[key.0];
-                let first = self.inst[c][k].held[&key].first().cloned();
-                let Some(first) = first else { continue };
-                if !self.closed(c, k, p.input, &full(&first)) {
-                    continue;
-                }
-                let recs = self.inst[c][k].held.remove(&key).unwrap_or_default();
-                let inst = &mut self.inst[c][k];
-                inst.released.insert(key.clone());
-                let st = inst.fold.entry(key.clone()).or_insert(0);
-                for r in &recs {
-                    *st = mix(*st, r.payload);
-                }
-                let out = Rec {
-                    attrs: first.attrs.clone(),
-                    payload: *st,
-                    depth: recs
-                        .iter()
-                        .map(|r| r.depth)
-                        .max()
-                        .unwrap_or(0)
-                        .saturating_add(1),
-                };
-                self.emit(c, k, p.output, out);
-                progress = true;
-            }
-            let waiting: Vec<(usize, Rec)> = self.inst[c][k]
-                .waiting
-                .iter()
-                .flat_map(|(&pi, rs)| rs.iter().map(move |r| (pi, r.clone())))
-                .collect();
-            for (pi, r) in waiting {
-                let attrs = full(&r);
-                if comp
-                    .written_inputs
-                    .iter()
-                    .all(|&w| self.closed(c, k, w, &attrs))
-                {
-                    if let Some(rs) = self.inst[c][k].waiting.get_mut(&pi) {
-                        rs.remove(&r);
-                    }
-                    let out = self.answer(c, k, pi, &r);
-                    self.emit(c, k, comp.paths[pi].output, out);
-                    progress = true;
-                }
-            }
-            if !progress {
-                break;
-            }
-        }
-        // Output seals: a partition of an output is closed when every input with a path to it
-        // is closed for it and nothing held, queued or waiting in the instance belongs to it.
-        for &o in &comp.outputs {
-            for &e in &self.m.out_of[o.index()] {
-                let Some(key) = self.m.edges[e].seal.clone() else {
-                    continue;
-                };
-                for v in values(key.len()) {
-                    if self.inst[c][k].sealed_out.contains(&(e, v.clone())) {
-                        continue;
-                    }
-                    let mut attrs = vec![None; n_attrs];
-                    for (i, &a) in key.iter().enumerate() {
-                        attrs[a] = Some(v[i]);
-                    }
-                    let matches = |r: &Rec| project(&r.attrs, &key) == v;
-                    let inst = &self.inst[c][k];
-                    let busy = inst.held.values().flatten().any(matches)
-                        || inst.waiting.values().flatten().any(matches)
-                        || inst.queue.iter().any(|(r, _)| matches(r))
-                        || !inst.queued_seals.is_empty();
-                    if busy {
-                        continue;
-                    }
-                    let inputs_closed = comp
-                        .paths
-                        .iter()
-                        .filter(|p| p.output == o)
-                        .all(|p| self.closed(c, k, p.input, &attrs));
-                    if inputs_closed {
-                        self.inst[c][k].sealed_out.insert((e, v.clone()));
-                        self.send(e, k, Body::Seal(v));
-                    }
-                }
-            }
-        }
-    }
-
-    fn emit(&mut self, c: usize, k: usize, o: IfaceId, r: Rec) {
-        if r.depth > MAX_DEPTH {
-            return;
-        }
-        if !self.inst[c][k]
-            .emitted
-            .entry(o)
-            .or_default()
-            .insert(r.clone())
-        {
-            return;
-        }
-        for &e in &self.m.out_of[o.index()] {
-            self.send(e, k, Body::Rec(r.clone()));
-        }
-    }
+    let deepest = longest.into_iter().max().unwrap_or(0);
+    u8::try_from(deepest)
+        .unwrap_or(u8::MAX)
+        .clamp(MAX_DEPTH, MAX_DEPTH_CAP)
 }

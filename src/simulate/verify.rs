@@ -25,11 +25,19 @@ pub const PLAN_WORK: usize = 400_000;
 /// schedule costs more than the plan itself (`blazes simulate`, or `--schedules`, still runs).
 pub const PLAN_MAX_COMPONENTS: usize = 200;
 
+/// How many schedules a command whose default is `schedules` runs on a spec of `components`
+/// components without `--schedules`: the default, cut so that schedules times components
+/// squared stays within [`PLAN_WORK`]; `None` when the spec is past [`PLAN_MAX_COMPONENTS`].
+/// `blazes plan` and `blazes check --witness` both use it.
+pub fn size_budget(components: usize, schedules: usize) -> Option<usize> {
+    (components <= PLAN_MAX_COMPONENTS)
+        .then(|| (PLAN_WORK / components.max(1).pow(2)).clamp(1, schedules.max(1)))
+}
+
 /// How many schedules `blazes plan` runs on a spec of `components` components without
 /// `--schedules`, or `None` when the spec is too big to verify within the budget.
 pub fn plan_budget(components: usize) -> Option<usize> {
-    (components <= PLAN_MAX_COMPONENTS)
-        .then(|| (PLAN_WORK / components.max(1).pow(2)).clamp(1, PLAN_SCHEDULES))
+    size_budget(components, PLAN_SCHEDULES)
 }
 
 /// The outcome of a verification.
@@ -141,5 +149,16 @@ mod tests {
         assert_eq!(plan_budget(100), Some(40));
         assert_eq!(plan_budget(PLAN_MAX_COMPONENTS), Some(10));
         assert_eq!(plan_budget(PLAN_MAX_COMPONENTS + 1), None);
+    }
+
+    #[test]
+    fn the_witness_budget_is_the_same_work_from_a_larger_default() {
+        let check = crate::simulate::DEFAULT_SCHEDULES;
+        assert_eq!(size_budget(3, check), Some(check));
+        // Below the plan's cap the two agree: the work bound decides.
+        assert_eq!(size_budget(100, check), Some(40));
+        assert_eq!(size_budget(100, check), plan_budget(100));
+        assert_eq!(size_budget(10, check), Some(4_000));
+        assert_eq!(size_budget(PLAN_MAX_COMPONENTS + 1, check), None);
     }
 }

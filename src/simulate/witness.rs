@@ -102,12 +102,29 @@ pub fn witness(
             }
         }
     }
+    // The second execution, once moved towards the first's order, is no longer the schedule
+    // of that number: it is named as derived from it.
+    let mut minimised = "";
+    if shrink {
+        let (shrunk, changed) = super::reorder::shrink(
+            m,
+            &inputs,
+            sink,
+            level,
+            evidence,
+            schedules.min(super::reorder::REORDER_REPLAYS),
+        );
+        evidence = shrunk;
+        if changed {
+            minimised = ", reordered less";
+        }
+    }
     let (a, b, comp, inst) = match evidence {
         Evidence::Runs(pair) => {
             let [(x, a), (y, b)] = *pair;
             (
                 (a, 0, format!("schedule {x}")),
-                (b, 0, format!("schedule {y}")),
+                (b, 0, format!("schedule {y}{minimised}")),
                 None,
                 None,
             )
@@ -122,8 +139,16 @@ pub fn witness(
         } => {
             let a = *outcome;
             (
-                (a.clone(), 0, format!("schedule {run}, instance 1")),
-                (a, other, format!("schedule {run}, instance {}", other + 1)),
+                (
+                    a.clone(),
+                    0,
+                    format!("schedule {run}{minimised}, instance 1"),
+                ),
+                (
+                    a,
+                    other,
+                    format!("schedule {run}{minimised}, instance {}", other + 1),
+                ),
                 Some(comp),
                 Some(output),
             )
