@@ -33,7 +33,7 @@ use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use blazes::runtime::nats::async_nats::{self, jetstream};
-use blazes::runtime::nats::barrier::{BarrierConfig, BarrierProducer, SealBarrier};
+use blazes::runtime::nats::barrier::{BarrierConfig, BarrierEvent, BarrierProducer, SealBarrier};
 use blazes::runtime::nats::session::{Keyed, KeyedConfig};
 use bytes::Bytes;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -250,12 +250,23 @@ impl Setup {
         }
     }
 
-    /// Request `q` of the cache.
+    /// Request `q` of the cache. Clients ask about the campaign (window) the ad servers are in
+    /// when the request is sent, by the paced schedule; unpaced, they go round the campaigns.
     fn request(&self, q: u32) -> Request {
-        let part = match self.query {
-            Query::Campaign => Some((q * 7) % self.campaigns()),
-            Query::Window => Some(q % WINDOWS),
-            Query::Poor | Query::Thresh => None,
+        let s = q % self.producers;
+        let now = if self.pace_us == 0 {
+            None
+        } else {
+            let sent_us = u64::from(q) * self.query_every_ms * 1000;
+            let k = (sent_us / self.pace_us).min(u64::from(self.clicks - 1));
+            Some(self.click(s, k as u32))
+        };
+        let part = match (self.query, now) {
+            (Query::Campaign, Some(c)) => Some(c.campaign),
+            (Query::Campaign, None) => Some((q * 7) % self.campaigns()),
+            (Query::Window, Some(c)) => Some(c.window),
+            (Query::Window, None) => Some(q % WINDOWS),
+            (Query::Poor | Query::Thresh, _) => None,
         };
         Request {
             q,
@@ -694,7 +705,11 @@ async fn report(url: &str, replica: u32, setup: &Setup) -> Result<(), Failure> {
                     }
                     _ = tick.tick() => {
                         if runs_barrier {
-                            barrier.poll().await?;
+                            for event in barrier.poll().await? {
+                                if !matches!(event, BarrierEvent::Released(_)) {
+                                    eprintln!("report-{replica}: barrier: {event:?}");
+                                }
+                            }
                         }
                         let releases = barrier.releases(from).await?;
                         for release in releases {
