@@ -920,13 +920,11 @@ async fn drive_inner(setup: &Setup, bench: bool) -> Result<ExitCode, Failure> {
             setup.coordination.name(),
             setup.producers
         );
-        say(&serde_json::json!({
-            "experiment": "ad_network",
-            "coordination": setup.coordination.name(),
-            "producers": setup.producers,
-            "completion_s": (completion * 1000.0).round() / 1000.0,
-        })
-        .to_string());
+        say(&format!(
+            "{{\"experiment\": \"ad_network\", \"coordination\": \"{}\", \"producers\": {}, \"completion_s\": {completion:.3}}}",
+            setup.coordination.name(),
+            setup.producers
+        ));
         return Ok(ExitCode::SUCCESS);
     }
     print_outcome(setup, &report, completion);
