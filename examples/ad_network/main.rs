@@ -53,6 +53,8 @@ const CLICKS_STREAM: &str = "adnet-clicks";
 const GO: &str = "adnet.go";
 const REQUESTS: &str = "adnet.requests";
 const RESPONSES: &str = "adnet.responses";
+/// Publishes an ad server keeps outstanding.
+const IN_FLIGHT: usize = 256;
 /// Keyed partitions of the ordered deployment.
 const PARTITIONS: u32 = 4;
 
@@ -448,7 +450,18 @@ async fn adserver(url: &str, s: u32, setup: &Setup) -> Result<(), Failure> {
     let mut go = ready(&client).await?;
     go.next().await;
     let started = Instant::now();
-    let mut acks = Vec::new();
+    // Every deployment keeps up to IN_FLIGHT publishes outstanding (each a task, so that a
+    // paced server's clicks leave when they are due), so that the deployments differ by their
+    // mechanism rather than by how the ad servers use the connection.
+    let mut in_flight: Vec<tokio::task::JoinHandle<Result<(), Failure>>> = Vec::new();
+    async fn drain(
+        in_flight: &mut Vec<tokio::task::JoinHandle<Result<(), Failure>>>,
+    ) -> Result<(), Failure> {
+        for task in in_flight.drain(..) {
+            task.await??;
+        }
+        Ok(())
+    }
     // Records per seal partition, for the record indices and the seal counts.
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     for k in 0..setup.clicks {
@@ -466,38 +479,48 @@ async fn adserver(url: &str, s: u32, setup: &Setup) -> Result<(), Failure> {
         let payload = Bytes::from(serde_json::to_vec(&c)?);
         match setup.coordination {
             Coordination::None => {
-                // No mechanism: publishes are pipelined, acknowledgements awaited in windows.
-                acks.push(js.publish(format!("adnet.clicks.{s}"), payload).await?);
-                if acks.len() >= 256 {
-                    for ack in acks.drain(..) {
-                        ack.await?;
-                    }
-                }
+                let js = js.clone();
+                let subject = format!("adnet.clicks.{s}");
+                in_flight.push(tokio::spawn(async move {
+                    js.publish(subject, payload).await?.await?;
+                    Ok(())
+                }));
             }
             Coordination::Ordered => {
                 let input = Bytes::from(serde_json::to_vec(&Input::Click(c.clone()))?);
-                let keyed = keyed.as_ref().expect("opened for ordered");
-                keyed
-                    .publish(&c.id.to_string(), &format!("click-{s}-{k}"), input)
-                    .await?;
+                let keyed = keyed.clone().expect("opened for ordered");
+                in_flight.push(tokio::spawn(async move {
+                    keyed
+                        .publish(&c.id.to_string(), &format!("click-{s}-{k}"), input)
+                        .await?;
+                    Ok(())
+                }));
             }
             Coordination::Sealed | Coordination::IndependentSeal => {
-                let barrier = barrier.as_ref().expect("opened for sealed");
+                let producer = barrier.clone().expect("opened for sealed");
                 let partition = setup.partition(&c);
                 let index = counts.entry(partition.clone()).or_insert(0);
-                barrier.record(&partition, *index, payload).await?;
+                let (p, i) = (partition.clone(), *index);
+                in_flight.push(tokio::spawn(async move {
+                    producer.record(&p, i, payload).await?;
+                    Ok(())
+                }));
                 *index += 1;
-                // Partitions are walked in blocks: seal one once this server has left it.
+                // Partitions are walked in blocks: seal one once this server has left it, after
+                // its records are acknowledged (a seal counts stored records).
                 let next = (k + 1 < setup.clicks).then(|| setup.partition(&setup.click(s, k + 1)));
                 if next.as_deref() != Some(partition.as_str()) {
-                    barrier.seal(&partition, counts[&partition]).await?;
+                    drain(&mut in_flight).await?;
+                    let producer = barrier.as_ref().expect("opened for sealed");
+                    producer.seal(&partition, counts[&partition]).await?;
                 }
             }
         }
+        if in_flight.len() >= IN_FLIGHT {
+            drain(&mut in_flight).await?;
+        }
     }
-    for ack in acks.drain(..) {
-        ack.await?;
-    }
+    drain(&mut in_flight).await?;
     client.flush().await?;
     eprintln!(
         "{me}: {} clicks in {:.2} s",
