@@ -256,13 +256,11 @@ impl Setup {
     /// when the request is sent, by the paced schedule; unpaced, they go round the campaigns.
     fn request(&self, q: u32) -> Request {
         let s = q % self.producers;
-        let now = if self.pace_us == 0 {
-            None
-        } else {
-            let sent_us = u64::from(q) * self.query_every_ms * 1000;
-            let k = (sent_us / self.pace_us).min(u64::from(self.clicks - 1));
-            Some(self.click(s, k as u32))
-        };
+        let sent_us = u64::from(q) * self.query_every_ms * 1000;
+        let now = sent_us.checked_div(self.pace_us).map(|k| {
+            let k = k.min(u64::from(self.clicks - 1));
+            self.click(s, k as u32)
+        });
         let part = match (self.query, now) {
             (Query::Campaign, Some(c)) => Some(c.campaign),
             (Query::Campaign, None) => Some((q * 7) % self.campaigns()),
@@ -292,7 +290,7 @@ impl Setup {
                 "--producers, --replicas, --clicks and --queries must be at least 1".into(),
             );
         }
-        if self.ids == 0 || self.ids % 13 == 0 {
+        if self.ids == 0 || self.ids.is_multiple_of(13) {
             return Err(format!(
                 "--ids {}: needs at least 1 and not a multiple of 13 (clicks are spread over ids by steps of 13)",
                 self.ids
@@ -366,7 +364,7 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let outcome = runtime.block_on(async move {
+    runtime.block_on(async move {
         match cli.command {
             Cmd::Run(setup) => drive(setup, false).await,
             Cmd::Bench {
@@ -401,8 +399,7 @@ fn main() -> ExitCode {
             } => role(report(&nats, replica, &setup)).await,
             Cmd::Cache { nats, setup } => role(cache(&nats, &setup)).await,
         }
-    });
-    outcome
+    })
 }
 
 /// A role's exit: a failure is one line on stderr and exit 1 (the driver reports it).
@@ -1021,12 +1018,11 @@ fn print_outcome(setup: &Setup, report: &CacheReport, completion: f64) {
             say(&format!("    replica {r}: {answer}"));
         }
     }
-    if differing == 0 {
-        if let Some((q, by_replica)) = report.answers.iter().next()
-            && let Some(answer) = by_replica.values().next()
-        {
-            say(&format!("  request {q}: every replica answered `{answer}`"));
-        }
+    if differing == 0
+        && let Some((q, by_replica)) = report.answers.iter().next()
+        && let Some(answer) = by_replica.values().next()
+    {
+        say(&format!("  request {q}: every replica answered `{answer}`"));
     }
     say(&format!("completed in {completion:.2} s"));
     say(&format!(
