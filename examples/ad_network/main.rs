@@ -76,7 +76,7 @@ enum Cmd {
         #[arg(long)]
         producers: u32,
         /// Clicks per ad server.
-        #[arg(long, default_value_t = 2000)]
+        #[arg(long, default_value_t = 10000)]
         clicks: u32,
         /// Report server replicas.
         #[arg(long, default_value_t = 3)]
