@@ -957,7 +957,10 @@ async fn wait_all(
     line: &str,
     limit: Duration,
 ) -> Result<(), Failure> {
-    let deadline = Instant::now() + limit;
+    // The limit counts the polls' sleeps rather than reading the clock: this VM's monotonic
+    // clock has been seen to jump by minutes, which would end a clock-based wait at once.
+    let pause = Duration::from_millis(10);
+    let mut waited = Duration::ZERO;
     loop {
         let mut waiting = Vec::new();
         for (role, p) in procs.iter_mut() {
@@ -981,7 +984,7 @@ async fn wait_all(
         if waiting.is_empty() {
             return Ok(());
         }
-        if Instant::now() >= deadline {
+        if waited >= limit {
             return Err(format!(
                 "timed out after {} s waiting for `{line}` from: {}",
                 limit.as_secs(),
@@ -989,7 +992,8 @@ async fn wait_all(
             )
             .into());
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(pause).await;
+        waited += pause;
     }
 }
 
