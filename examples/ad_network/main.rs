@@ -923,9 +923,21 @@ async fn drive_inner(setup: &Setup, bench: bool) -> Result<ExitCode, Failure> {
     }
     wait_all(&mut procs, "ready", Duration::from_secs(60)).await?;
     let started = Instant::now();
-    client.publish(GO, Bytes::new()).await?;
-    client.flush().await?;
-    wait_all(&mut procs, "done", Duration::from_secs(600)).await?;
+    // The start signal is a plain publish, which the server may drop for a subscriber it
+    // considers slow: it is repeated until the run ends (a role reads only the first).
+    let repeat = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            loop {
+                let _ = client.publish(GO, Bytes::new()).await;
+                let _ = client.flush().await;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        })
+    };
+    let finished = wait_all(&mut procs, "done", Duration::from_secs(600)).await;
+    repeat.abort();
+    finished?;
     let completion = started.elapsed().as_secs_f64();
     let cache = &procs[setup.replicas as usize].1;
     let line = cache
