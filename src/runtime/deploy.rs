@@ -13,9 +13,18 @@
 //! | `seal-barrier` on `C`'s input `I` | stream `<spec>-<C>-<I>-seal`: subjects `.rec.*.*`, `.seal.*.*`, `.set.*`, `.rel.*` |
 //! | `add-seal` on a source | none of its own: its source seals into the barriers the plan lists |
 //!
-//! No durable consumer is created: the mechanisms read through ordered (ephemeral) consumers
-//! that each reader creates for itself. Applying the objects to a server is
-//! `runtime::nats::deploy` (cargo feature `nats`).
+//! The mechanisms themselves read through ordered (ephemeral) consumers that each reader
+//! creates for itself. The component host (`runtime::nats::host`) adds, per component of the
+//! spec ([`with_hosts`]), what its instances read their inputs with, named here and nowhere else:
+//!
+//! | the component's inputs | objects |
+//! |---|---|
+//! | no mechanism | stream `<spec>-<C>-in` (`.>`: one subject per producing instance, then an optional routing key); durable consumer `<C>-<instance>` on it, per instance |
+//! | a `seal-barrier` | durable consumer `<C>-<instance>` of the barrier's releases (`.rel.*`), per instance |
+//! | a `global-order` or `keyed-order` | none: progress is a checkpoint or a fenced commit |
+//!
+//! Instances are numbered from `0`, as the host's callers name them. Applying the objects to a
+//! server is `runtime::nats::deploy` (cargo feature `nats`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -27,6 +36,13 @@ use serde::Deserialize;
 pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
 /// Raft replicas of every object unless the deployment says otherwise (a 3-node cluster).
 pub const DEFAULT_REPLICAS: usize = 3;
+/// Instances of every hosted component unless the deployment says otherwise: instance `0`.
+pub const DEFAULT_INSTANCES: usize = 1;
+/// How long the server waits for a hosted instance to acknowledge an input before it delivers
+/// it again (to the restarted instance).
+pub const ACK_WAIT: Duration = Duration::from_secs(5);
+/// Inputs a hosted instance may hold unacknowledged.
+pub const MAX_ACK_PENDING: i64 = 10_000;
 /// History of a checkpoint bucket: a replica reads only its latest checkpoint.
 pub const CHECKPOINT_HISTORY: i64 = 1;
 /// The description every deployed object carries, followed by the spec's name and `,`; how a
@@ -179,13 +195,31 @@ pub struct BucketObject {
     pub replicas: usize,
 }
 
-/// An engine object a mechanism needs.
+/// A durable pull consumer with explicit acknowledgements: a hosted instance's position in
+/// its input stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerObject {
+    /// The stream it reads.
+    pub stream: String,
+    /// Its durable name (`<component>-<instance>`).
+    pub name: String,
+    /// The subjects it reads (empty: every subject of the stream).
+    pub filter: String,
+    /// How long the server waits for an acknowledgement before it delivers again.
+    pub ack_wait: Duration,
+    /// Inputs held unacknowledged at most.
+    pub max_ack_pending: i64,
+}
+
+/// An engine object a mechanism or a hosted component needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Object {
     /// A stream.
     Stream(StreamObject),
     /// A key-value bucket.
     Bucket(BucketObject),
+    /// A durable consumer of a stream.
+    Consumer(ConsumerObject),
 }
 
 impl Object {
@@ -194,22 +228,26 @@ impl Object {
         match self {
             Object::Stream(s) => &s.name,
             Object::Bucket(b) => &b.name,
+            Object::Consumer(c) => &c.name,
         }
     }
 
-    /// `stream` or `bucket`.
+    /// `stream`, `bucket` or `consumer`.
     pub fn kind(&self) -> &'static str {
         match self {
             Object::Stream(_) => "stream",
             Object::Bucket(_) => "bucket",
+            Object::Consumer(_) => "consumer",
         }
     }
 
-    /// The stream that holds the object on the server (`KV_<name>` for a bucket).
+    /// The stream that holds the object on the server (`KV_<name>` for a bucket, the stream it
+    /// reads for a consumer).
     pub fn stream_name(&self) -> String {
         match self {
             Object::Stream(s) => s.name.clone(),
             Object::Bucket(b) => format!("KV_{}", b.name),
+            Object::Consumer(c) => c.stream.clone(),
         }
     }
 }
@@ -238,6 +276,10 @@ pub enum Role {
     Checkpoints,
     /// A seal barrier's records, seals and releases.
     Barrier,
+    /// A component's inputs when the plan gives them no mechanism.
+    PlainInput,
+    /// One hosted instance's acknowledged position in its inputs.
+    Reader,
 }
 
 impl Role {
@@ -249,6 +291,8 @@ impl Role {
             Role::Outputs => "the replicas' outputs, de-duplicated by derived ids",
             Role::Checkpoints => "one checkpoint per replica",
             Role::Barrier => "records, seals, producer sets and releases per partition",
+            Role::PlainInput => "inputs without a mechanism: one subject per producing instance",
+            Role::Reader => "one instance's acknowledged position in its inputs",
         }
     }
 }
@@ -264,14 +308,36 @@ pub struct Deployment {
     pub prefix: String,
     /// Per mechanism, in the plan's order.
     pub mechanisms: Vec<MechanismObjects>,
+    /// Raft replicas of every stream and bucket.
+    pub replicas: usize,
+    /// Instances per hosted component (`0` until [`with_hosts`]).
+    pub instances: usize,
+    /// Per hosted component, in the spec's order, what its instances read with ([`with_hosts`];
+    /// components that need nothing are left out).
+    pub hosted: Vec<HostedObjects>,
+}
+
+/// The objects the instances of one hosted component read their inputs with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostedObjects {
+    /// The component, as the spec names it.
+    pub component: String,
+    /// Its objects: the plain input stream (if any), then one consumer per instance.
+    pub objects: Vec<(Role, Object)>,
 }
 
 impl Deployment {
-    /// Every object, in the plan's order.
+    /// Every object, in the plan's order, then the hosted components' (streams before the
+    /// consumers that read them).
     pub fn objects(&self) -> impl Iterator<Item = &Object> {
         self.mechanisms
             .iter()
             .flat_map(|m| m.objects.iter().map(|(_, o)| o))
+            .chain(
+                self.hosted
+                    .iter()
+                    .flat_map(|h| h.objects.iter().map(|(_, o)| o)),
+            )
     }
 
     /// The description the objects of this deployment carry on the server.
@@ -336,18 +402,167 @@ pub const PLAIN_SUBJECTS: [&str; 1] = [">"];
 
 /// The stream `<spec>-<component>-in` on which a component the plan gives no mechanism
 /// receives its inputs (`runtime::nats::host`), one subject per producing instance, with
-/// `replicas` Raft replicas. Not among the plan's objects: the host creates it when a component
-/// reads or writes it.
+/// `replicas` Raft replicas. Listed by [`with_hosts`]; the host also creates it when a
+/// component reads or writes it before a deployment did.
 pub fn plain_input(d: &Deployment, component: &str, replicas: usize) -> StreamObject {
-    match stream(
-        format!("{}-{}-in", d.prefix, sanitize(component)),
-        &PLAIN_SUBJECTS,
+    StreamObject {
+        name: format!("{}-{}-in", d.prefix, sanitize(component)),
+        subjects: PLAIN_SUBJECTS
+            .iter()
+            .map(|s| format!("{}-{}-in.{s}", d.prefix, sanitize(component)))
+            .collect(),
         replicas,
-        false,
-    ) {
-        Object::Stream(s) => s,
-        Object::Bucket(_) => unreachable!("`stream` builds a stream"),
+        duplicate_window: DUPLICATE_WINDOW,
+        allow_msg_ttl: false,
     }
+}
+
+/// How a component receives its inputs, with the engine names the plan gives them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Channel {
+    /// A seal barrier on its input: the stream and the producers the plan names.
+    Barrier {
+        /// The barrier's stream.
+        stream: String,
+        /// The producers the plan says it waits for.
+        producers: Vec<String>,
+    },
+    /// A global order: the sequenced stream and the checkpoint bucket.
+    Sequence {
+        /// The sequencer's stream.
+        stream: String,
+        /// The checkpoint bucket.
+        checkpoints: String,
+    },
+    /// A keyed order: the component's keyed stream.
+    Keyed {
+        /// The keyed stream.
+        stream: String,
+    },
+    /// No mechanism: a plain stream.
+    Plain {
+        /// The stream (`<spec>-<component>-in`).
+        stream: String,
+    },
+}
+
+impl Channel {
+    /// How the component receives its inputs, in words.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Channel::Barrier { .. } => "its inputs through a seal barrier",
+            Channel::Sequence { .. } => "its inputs through a global order",
+            Channel::Keyed { .. } => "its inputs through a keyed order",
+            Channel::Plain { .. } => "its inputs on a plain stream",
+        }
+    }
+}
+
+/// The channel `plan` (derived as `d`) gives `component`'s inputs: the first mechanism on the
+/// component that has one, a plain stream when none does.
+pub fn channel_of(plan: &PlanFile, d: &Deployment, component: &str) -> Channel {
+    for (m, objects) in plan.mechanisms.iter().zip(&d.mechanisms) {
+        if m.component.as_deref() != Some(component) {
+            continue;
+        }
+        let named = |role: Role| {
+            objects
+                .objects
+                .iter()
+                .find(|(r, _)| *r == role)
+                .map(|(_, o)| o.name().to_string())
+        };
+        let channel = match m.kind.as_str() {
+            "seal-barrier" => named(Role::Barrier).map(|stream| Channel::Barrier {
+                stream,
+                producers: m.producers.clone(),
+            }),
+            "global-order" => match (named(Role::Sequence), named(Role::Checkpoints)) {
+                (Some(stream), Some(checkpoints)) => Some(Channel::Sequence {
+                    stream,
+                    checkpoints,
+                }),
+                _ => None,
+            },
+            "keyed-order" => named(Role::Keyed).map(|stream| Channel::Keyed { stream }),
+            _ => None,
+        };
+        if let Some(c) = channel {
+            return c;
+        }
+    }
+    Channel::Plain {
+        stream: plain_input(d, component, d.replicas).name,
+    }
+}
+
+/// The durable consumer's name of instance `instance` of `component`.
+pub fn consumer_name(component: &str, instance: &str) -> String {
+    format!("{}-{instance}", sanitize(component))
+}
+
+/// The durable consumer instance `instance` of `component` reads `channel` with, if the
+/// channel has one (barrier releases, a plain stream; a `key` reads only the plain messages
+/// routed to it). The orders keep their progress in checkpoints and commits instead.
+pub fn input_consumer(
+    channel: &Channel,
+    component: &str,
+    instance: &str,
+    key: Option<&str>,
+    ack_wait: Duration,
+) -> Option<ConsumerObject> {
+    let (stream, filter) = match channel {
+        Channel::Barrier { stream, .. } => (stream, format!("{stream}.rel.*")),
+        Channel::Plain { stream } => (
+            stream,
+            key.map_or_else(String::new, |k| format!("{stream}.*.{k}")),
+        ),
+        Channel::Sequence { .. } | Channel::Keyed { .. } => return None,
+    };
+    Some(ConsumerObject {
+        stream: stream.clone(),
+        name: consumer_name(component, instance),
+        filter,
+        ack_wait,
+        max_ack_pending: MAX_ACK_PENDING,
+    })
+}
+
+/// Adds to `d` (derived from `plan`) what `instances` instances (`0`, `1`, ...) of each of
+/// `components` read their inputs with, as the host opens them with its defaults: the plain
+/// input streams of components without a mechanism and the durable consumers. Fails when an
+/// added stream would share a name with another object.
+pub fn with_hosts(
+    plan: &PlanFile,
+    mut d: Deployment,
+    components: &[String],
+    instances: usize,
+) -> Result<Deployment, DeployError> {
+    d.instances = instances;
+    d.hosted.clear();
+    for component in components {
+        let channel = channel_of(plan, &d, component);
+        let mut objects = Vec::new();
+        if matches!(channel, Channel::Plain { .. }) {
+            objects.push((
+                Role::PlainInput,
+                Object::Stream(plain_input(&d, component, d.replicas)),
+            ));
+        }
+        for i in 0..instances {
+            if let Some(c) = input_consumer(&channel, component, &i.to_string(), None, ACK_WAIT) {
+                objects.push((Role::Reader, Object::Consumer(c)));
+            }
+        }
+        if !objects.is_empty() {
+            d.hosted.push(HostedObjects {
+                component: component.clone(),
+                objects,
+            });
+        }
+    }
+    check_collisions(&d)?;
+    Ok(d)
 }
 
 /// The engine objects of one spec's plan, with `replicas` Raft replicas each. Fails on a spec
@@ -446,28 +661,48 @@ pub fn derive(file: &PlanFile, replicas: usize) -> Result<Deployment, DeployErro
         };
         mechanisms.push(entry);
     }
-    // Two objects with one name would be one object on the server, shared by two mechanisms
-    // that each think they own it. Buckets live in `KV_<name>` streams, so a stream named
-    // `KV_x` and a bucket `x` collide too.
-    let mut owners: BTreeMap<String, String> = BTreeMap::new();
-    for m in &mechanisms {
-        for (_, o) in &m.objects {
-            let owner = format!("{} of {}", o.kind(), m.mechanism);
-            if let Some(first) = owners.insert(o.stream_name(), owner.clone()) {
-                return Err(DeployError::Collision {
-                    name: o.stream_name(),
-                    first,
-                    second: owner,
-                });
-            }
-        }
-    }
-    Ok(Deployment {
+    let d = Deployment {
         path: file.path.clone(),
         spec,
         prefix,
         mechanisms,
-    })
+        replicas,
+        instances: 0,
+        hosted: Vec::new(),
+    };
+    check_collisions(&d)?;
+    Ok(d)
+}
+
+/// Two objects with one name would be one object on the server, shared by two owners that each
+/// think they own it. Buckets live in `KV_<name>` streams, so a stream named `KV_x` and a
+/// bucket `x` collide too; consumers are named within their stream.
+fn check_collisions(d: &Deployment) -> Result<(), DeployError> {
+    let owned = d
+        .mechanisms
+        .iter()
+        .flat_map(|m| m.objects.iter().map(|(_, o)| (o, m.mechanism.clone())))
+        .chain(d.hosted.iter().flat_map(|h| {
+            h.objects
+                .iter()
+                .map(|(_, o)| (o, format!("hosted component {}", h.component)))
+        }));
+    let mut owners: BTreeMap<String, String> = BTreeMap::new();
+    for (o, owner) in owned {
+        let key = match o {
+            Object::Consumer(c) => format!("{}/{}", c.stream, c.name),
+            o => o.stream_name(),
+        };
+        let owner = format!("{} of {owner}", o.kind());
+        if let Some(first) = owners.insert(key, owner.clone()) {
+            return Err(DeployError::Collision {
+                name: o.name().to_string(),
+                first,
+                second: owner,
+            });
+        }
+    }
+    Ok(())
 }
 
 fn seconds(d: Duration) -> String {
@@ -500,6 +735,24 @@ pub fn describe_object(o: &Object, indent: &str) -> String {
             let _ = writeln!(s, "{indent}history: {}", b.history);
             let _ = writeln!(s, "{indent}replicas: {}", b.replicas);
         }
+        Object::Consumer(c) => {
+            let _ = writeln!(s, "{indent}stream: {}", c.stream);
+            let _ = writeln!(
+                s,
+                "{indent}filter: {}",
+                if c.filter.is_empty() {
+                    "every subject"
+                } else {
+                    &c.filter
+                }
+            );
+            let _ = writeln!(
+                s,
+                "{indent}acknowledgements: explicit, wait {}, at most {} pending",
+                seconds(c.ack_wait),
+                c.max_ack_pending
+            );
+        }
     }
     s
 }
@@ -518,8 +771,10 @@ pub fn render(d: &Deployment) -> String {
         objects,
         if objects == 1 { "" } else { "s" },
     );
-    if d.mechanisms.is_empty() {
+    if d.mechanisms.is_empty() && d.hosted.is_empty() {
         let _ = writeln!(s, "  nothing to deploy: the spec needs no coordination");
+    } else if d.mechanisms.is_empty() {
+        let _ = writeln!(s, "  no mechanism: the spec needs no coordination");
     }
     for m in &d.mechanisms {
         let _ = writeln!(s, "\n  {}", m.mechanism);
@@ -531,10 +786,30 @@ pub fn render(d: &Deployment) -> String {
             s.push_str(&describe_object(o, "      "));
         }
     }
+    if !d.hosted.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n  hosted components: {} instance{} each (0{})",
+            d.instances,
+            if d.instances == 1 { "" } else { "s" },
+            if d.instances > 1 {
+                format!(" to {}", d.instances - 1)
+            } else {
+                String::new()
+            }
+        );
+    }
+    for h in &d.hosted {
+        let _ = writeln!(s, "    {}", h.component);
+        for (role, o) in &h.objects {
+            let _ = writeln!(s, "      {} {} ({})", o.kind(), o.name(), role.describe());
+            s.push_str(&describe_object(o, "        "));
+        }
+    }
     if objects > 0 {
         let _ = writeln!(
             s,
-            "\n  consumers: none durable (each reader creates its own ordered consumer)"
+            "\n  other consumers: none durable (the mechanisms' readers create their own ordered consumers)"
         );
     }
     s
@@ -582,6 +857,36 @@ mod tests {
         assert!(e.to_string().contains("`teleport`"), "{e}");
         let e = derive(&file(r#"{"kind": "keyed-order", "key": ["k"]}"#), 1).unwrap_err();
         assert!(e.to_string().contains("`component`"), "{e}");
+    }
+
+    #[test]
+    fn hosts_get_a_plain_stream_without_a_mechanism_and_a_consumer_per_instance() {
+        let f = file(
+            r#"{"kind": "seal-barrier", "component": "C", "input": "i", "key": ["k"]},
+               {"kind": "keyed-order", "component": "K", "key": ["k"]}"#,
+        );
+        let names = |d: &Deployment| -> Vec<String> {
+            d.hosted
+                .iter()
+                .flat_map(|h| h.objects.iter())
+                .map(|(_, o)| format!("{} {}/{}", o.kind(), o.stream_name(), o.name()))
+                .collect()
+        };
+        let components = ["A".to_string(), "C".to_string(), "K".to_string()];
+        let d = with_hosts(&f, derive(&f, 1).unwrap(), &components, 2).unwrap();
+        assert_eq!(
+            names(&d),
+            [
+                "stream s-A-in/s-A-in",
+                "consumer s-A-in/A-0",
+                "consumer s-A-in/A-1",
+                "consumer s-C-i-seal/C-0",
+                "consumer s-C-i-seal/C-1",
+            ]
+        );
+        // Deterministic, and a second call replaces rather than adds.
+        let again = with_hosts(&f, d.clone(), &components, 2).unwrap();
+        assert_eq!(again, d);
     }
 
     #[test]

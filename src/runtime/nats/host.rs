@@ -29,17 +29,20 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_nats::jetstream::consumer::{AckPolicy, pull};
+use async_nats::jetstream::consumer::pull;
 use async_nats::jetstream::{self, kv, stream};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::sync::Mutex;
 
 use super::barrier::{BarrierConfig, BarrierEvent, BarrierProducer, BatchRecord, SealBarrier};
+use super::deploy::{consumer_config, stream_config};
 use super::sequencer::{Producer, Sequenced, Sequencer, SequencerConfig, valid_token};
 use super::session::{Keyed, KeyedConfig, Session};
 use super::{NatsError, headers, publish};
-use crate::runtime::deploy::{self, DeployError, Deployment, PlanFile, Role, StreamObject};
+use crate::runtime::deploy::{
+    self, ConsumerObject, DeployError, Deployment, PlanFile, StreamObject,
+};
 
 /// What went wrong in a host. One sentence each.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +63,18 @@ pub enum HostError {
         channel: &'static str,
         /// The call that publishes to it.
         call: &'static str,
+    },
+    /// A durable consumer of the same name reads other subjects than this instance needs.
+    #[error(
+        "the durable consumer `{name}` exists with filter `{deployed}`, but this instance reads `{wanted}`; give the instance another name or redeploy"
+    )]
+    ConsumerDiffers {
+        /// The consumer.
+        name: String,
+        /// Its filter on the server.
+        deployed: String,
+        /// The filter this instance needs.
+        wanted: String,
     },
     /// A checkpoint could not be read back.
     #[error("the checkpoint of `{0}` is not one the host wrote")]
@@ -111,50 +126,12 @@ impl HostConfig {
             partitions: 1,
             replicas: deploy::DEFAULT_REPLICAS,
             retry_for: super::DEFAULT_RETRY_FOR,
-            ack_wait: Duration::from_secs(5),
+            ack_wait: deploy::ACK_WAIT,
         }
     }
 }
 
-/// How a component receives its inputs, with the engine names the plan gives them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Channel {
-    /// A seal barrier on its input: the stream and the producers the plan names.
-    Barrier {
-        /// The barrier's stream.
-        stream: String,
-        /// The producers the plan says it waits for.
-        producers: Vec<String>,
-    },
-    /// A global order: the sequenced stream and the checkpoint bucket.
-    Sequence {
-        /// The sequencer's stream.
-        stream: String,
-        /// The checkpoint bucket.
-        checkpoints: String,
-    },
-    /// A keyed order: the component's keyed stream.
-    Keyed {
-        /// The keyed stream.
-        stream: String,
-    },
-    /// No mechanism: a plain stream.
-    Plain {
-        /// The stream (`<spec>-<component>-in`).
-        stream: String,
-    },
-}
-
-impl Channel {
-    fn describe(&self) -> &'static str {
-        match self {
-            Channel::Barrier { .. } => "its inputs through a seal barrier",
-            Channel::Sequence { .. } => "its inputs through a global order",
-            Channel::Keyed { .. } => "its inputs through a keyed order",
-            Channel::Plain { .. } => "its inputs on a plain stream",
-        }
-    }
-}
+pub use crate::runtime::deploy::Channel;
 
 /// The channel the plan gives `component`'s inputs (a plain stream when it gives none).
 pub fn channel_of(
@@ -162,39 +139,27 @@ pub fn channel_of(
     deployment: &Deployment,
     component: &str,
 ) -> Result<Channel, HostError> {
-    for (m, objects) in plan.mechanisms.iter().zip(&deployment.mechanisms) {
-        if m.component.as_deref() != Some(component) {
-            continue;
-        }
-        let named = |role: Role| {
-            objects
-                .objects
-                .iter()
-                .find(|(r, _)| *r == role)
-                .map(|(_, o)| o.name().to_string())
-        };
-        let channel = match m.kind.as_str() {
-            "seal-barrier" => named(Role::Barrier).map(|stream| Channel::Barrier {
-                stream,
-                producers: m.producers.clone(),
-            }),
-            "global-order" => match (named(Role::Sequence), named(Role::Checkpoints)) {
-                (Some(stream), Some(checkpoints)) => Some(Channel::Sequence {
-                    stream,
-                    checkpoints,
-                }),
-                _ => None,
-            },
-            "keyed-order" => named(Role::Keyed).map(|stream| Channel::Keyed { stream }),
-            _ => None,
-        };
-        if let Some(c) = channel {
-            return Ok(c);
-        }
-    }
-    Ok(Channel::Plain {
-        stream: deploy::plain_input(deployment, component, 1).name,
-    })
+    Ok(deploy::channel_of(plan, deployment, component))
+}
+
+/// What instance `config` of a component reading `channel` opens besides the mechanism: the
+/// plain input stream (if any) and its durable consumer (if any), as [`deploy::with_hosts`]
+/// lists them for a host with the default configuration.
+pub fn input_objects(
+    deployment: &Deployment,
+    channel: &Channel,
+    config: &HostConfig,
+) -> (Option<StreamObject>, Option<ConsumerObject>) {
+    let stream = matches!(channel, Channel::Plain { .. })
+        .then(|| deploy::plain_input(deployment, &config.component, config.replicas));
+    let consumer = deploy::input_consumer(
+        channel,
+        &config.component,
+        &config.instance,
+        config.input_key.as_deref(),
+        config.ack_wait,
+    );
+    (stream, consumer)
 }
 
 /// One input, as the plan's mechanism hands it over.
@@ -288,28 +253,6 @@ fn check_name(s: &str) -> Result<(), HostError> {
     }
 }
 
-fn consumer_config(name: &str, filter: String, ack_wait: Duration) -> pull::Config {
-    pull::Config {
-        durable_name: Some(name.to_string()),
-        filter_subject: filter,
-        ack_policy: AckPolicy::Explicit,
-        ack_wait,
-        max_ack_pending: 10_000,
-        ..Default::default()
-    }
-}
-
-fn stream_config(s: &StreamObject) -> stream::Config {
-    stream::Config {
-        name: s.name.clone(),
-        subjects: s.subjects.clone(),
-        num_replicas: s.replicas,
-        duplicate_window: s.duplicate_window,
-        allow_message_ttl: s.allow_msg_ttl,
-        ..Default::default()
-    }
-}
-
 impl Host {
     /// Opens instance `config.instance` of `config.component` as `plan` deploys it: derives the
     /// plan's objects, opens (creating if needed) the mechanism on the component's inputs and
@@ -324,7 +267,7 @@ impl Host {
         let component = deploy::sanitize(&config.component);
         let channel = channel_of(plan, &deployment, &config.component)?;
         let id_prefix = format!("{}-{component}-{}", deployment.prefix, config.instance);
-        let durable = format!("{component}-{}", config.instance);
+        let (plain, input_consumer) = input_objects(&deployment, &channel, &config);
         let mut checkpoints = None;
         let mut handled = (1, None);
         let reader = match &channel {
@@ -344,7 +287,9 @@ impl Host {
                 let s = get_stream(&js, stream, config.retry_for).await?;
                 let consumer = durable_consumer(
                     &s,
-                    consumer_config(&durable, format!("{stream}.rel.*"), config.ack_wait),
+                    input_consumer
+                        .as_ref()
+                        .expect("a barrier's releases are read durably"),
                     config.retry_for,
                 )
                 .await?;
@@ -354,19 +299,17 @@ impl Host {
                     pending: Default::default(),
                 }
             }
-            Channel::Plain { stream } => {
-                let object = deploy::plain_input(&deployment, &config.component, config.replicas);
-                let s = super::ensure_stream(&js, stream_config(&object), config.retry_for).await?;
+            Channel::Plain { .. } => {
+                let object = plain.as_ref().expect("a plain channel has a stream");
+                let s = super::ensure_stream(&js, stream_config(object), config.retry_for).await?;
                 if let Some(k) = &config.input_key {
                     check_name(k)?;
                 }
-                let filter = match &config.input_key {
-                    Some(k) => format!("{stream}.*.{k}"),
-                    None => String::new(),
-                };
                 let consumer = durable_consumer(
                     &s,
-                    consumer_config(&durable, filter, config.ack_wait),
+                    input_consumer
+                        .as_ref()
+                        .expect("a plain stream is read durably"),
                     config.retry_for,
                 )
                 .await?;
@@ -883,22 +826,36 @@ async fn get_stream(
     }
 }
 
+/// Opens the durable consumer `wanted` (creating it if no deployment did). One that exists with
+/// another filter would hand this instance other inputs than it needs: refused.
 async fn durable_consumer(
     s: &stream::Stream,
-    config: pull::Config,
+    wanted: &ConsumerObject,
     retry_for: Duration,
-) -> Result<jetstream::consumer::Consumer<pull::Config>, NatsError> {
-    let name = config.durable_name.clone().unwrap_or_default();
+) -> Result<jetstream::consumer::Consumer<pull::Config>, HostError> {
+    let name = wanted.name.clone();
+    let config = consumer_config(wanted, None);
     let started = tokio::time::Instant::now();
     loop {
         match s.get_or_create_consumer(&name, config.clone()).await {
-            Ok(c) => return Ok(c),
+            Ok(c) => {
+                let deployed = c.cached_info().config.filter_subject.clone();
+                if deployed != wanted.filter {
+                    return Err(HostError::ConsumerDiffers {
+                        name,
+                        deployed,
+                        wanted: wanted.filter.clone(),
+                    });
+                }
+                return Ok(c);
+            }
             Err(e) if started.elapsed() >= retry_for => {
                 return Err(NatsError::Unavailable {
                     subject: name,
                     waited: started.elapsed(),
                     last: e.to_string(),
-                });
+                }
+                .into());
             }
             Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
         }
@@ -1016,6 +973,63 @@ mod tests {
                 stream: "wc-Commit-in".into()
             }
         );
+    }
+
+    /// What a host with the default configuration opens besides the mechanism, for instances
+    /// `0..n` of every component of `p`.
+    fn opened(p: &PlanFile, components: &[&str], instances: &[&str]) -> Vec<Object> {
+        let d = deploy::derive(p, 1).unwrap();
+        let mut out = Vec::new();
+        for c in components {
+            let channel = channel_of(p, &d, c).unwrap();
+            for (n, i) in instances.iter().enumerate() {
+                let mut config = HostConfig::new(c, i);
+                config.replicas = 1;
+                let (stream, consumer) = input_objects(&d, &channel, &config);
+                if n == 0 {
+                    out.extend(stream.map(Object::Stream));
+                }
+                out.extend(consumer.map(Object::Consumer));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_host_opens_exactly_what_deploy_lists() {
+        let p = plan(
+            r#"{"kind": "add-seal", "source": "tweets", "key": ["batch"]},
+               {"kind": "seal-barrier", "component": "Count", "input": "words", "key": ["batch"], "producers": ["tweets"]},
+               {"kind": "global-order", "component": "Rank"},
+               {"kind": "keyed-order", "component": "Report", "key": ["id"]}"#,
+        );
+        let components = ["Split", "Count", "Rank", "Report", "Commit"];
+        let names: Vec<String> = components.iter().map(|c| c.to_string()).collect();
+        let listed = |instances: usize| -> Vec<Object> {
+            let d =
+                deploy::with_hosts(&p, deploy::derive(&p, 1).unwrap(), &names, instances).unwrap();
+            d.hosted
+                .iter()
+                .flat_map(|h| h.objects.iter().map(|(_, o)| o.clone()))
+                .collect()
+        };
+        assert_eq!(opened(&p, &components, &["0"]), listed(1));
+        assert_eq!(opened(&p, &components, &["0", "1", "2"]), listed(3));
+        assert_eq!(
+            listed(1).len(),
+            5,
+            "Split and Commit: stream and consumer; Count: consumer"
+        );
+        // Negative control: an instance named otherwise than deploy numbers them opens a
+        // consumer deploy does not list.
+        assert_ne!(opened(&p, &components, &["a"]), listed(1));
+        // A key-routed reader reads other subjects than the listed consumer.
+        let d = deploy::derive(&p, 1).unwrap();
+        let mut keyed = HostConfig::new("Commit", "0");
+        keyed.input_key = Some("0".into());
+        let channel = channel_of(&p, &d, "Commit").unwrap();
+        let (_, consumer) = input_objects(&d, &channel, &keyed);
+        assert!(!listed(1).contains(&Object::Consumer(consumer.unwrap())));
     }
 
     #[test]
