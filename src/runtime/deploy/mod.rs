@@ -23,11 +23,19 @@
 //! | a `seal-barrier` | durable consumer `<C>-<instance>` of the barrier's releases (`.rel.*`), per instance |
 //! | a `global-order` or `keyed-order` | none: progress is a checkpoint or a fenced commit |
 //!
-//! Instances are numbered from `0`, as the host's callers name them. Applying the objects to a
+//! Instances are numbered from `0`, as the host's callers name them (`hosts.rs`; the words of
+//! a deployment are `render.rs`). Applying the objects to a
 //! server is `runtime::nats::deploy` (cargo feature `nats`).
 
+mod hosts;
+mod render;
+
+pub use hosts::{
+    Channel, PLAIN_SUBJECTS, channel_of, consumer_name, input_consumer, plain_input, with_hosts,
+};
+pub use render::{describe_object, render};
+
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -397,174 +405,6 @@ pub const OUTPUT_SUBJECTS: [&str; 1] = [">"];
 /// The subjects of a seal barrier's stream (`runtime::nats::barrier`).
 pub const BARRIER_SUBJECTS: [&str; 4] = ["rec.*.*", "seal.*.*", "set.*", "rel.*"];
 
-/// The subjects of a plain input stream (`runtime::nats::host`).
-pub const PLAIN_SUBJECTS: [&str; 1] = [">"];
-
-/// The stream `<spec>-<component>-in` on which a component the plan gives no mechanism
-/// receives its inputs (`runtime::nats::host`), one subject per producing instance, with
-/// `replicas` Raft replicas. Listed by [`with_hosts`]; the host also creates it when a
-/// component reads or writes it before a deployment did.
-pub fn plain_input(d: &Deployment, component: &str, replicas: usize) -> StreamObject {
-    StreamObject {
-        name: format!("{}-{}-in", d.prefix, sanitize(component)),
-        subjects: PLAIN_SUBJECTS
-            .iter()
-            .map(|s| format!("{}-{}-in.{s}", d.prefix, sanitize(component)))
-            .collect(),
-        replicas,
-        duplicate_window: DUPLICATE_WINDOW,
-        allow_msg_ttl: false,
-    }
-}
-
-/// How a component receives its inputs, with the engine names the plan gives them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Channel {
-    /// A seal barrier on its input: the stream and the producers the plan names.
-    Barrier {
-        /// The barrier's stream.
-        stream: String,
-        /// The producers the plan says it waits for.
-        producers: Vec<String>,
-    },
-    /// A global order: the sequenced stream and the checkpoint bucket.
-    Sequence {
-        /// The sequencer's stream.
-        stream: String,
-        /// The checkpoint bucket.
-        checkpoints: String,
-    },
-    /// A keyed order: the component's keyed stream.
-    Keyed {
-        /// The keyed stream.
-        stream: String,
-    },
-    /// No mechanism: a plain stream.
-    Plain {
-        /// The stream (`<spec>-<component>-in`).
-        stream: String,
-    },
-}
-
-impl Channel {
-    /// How the component receives its inputs, in words.
-    pub fn describe(&self) -> &'static str {
-        match self {
-            Channel::Barrier { .. } => "its inputs through a seal barrier",
-            Channel::Sequence { .. } => "its inputs through a global order",
-            Channel::Keyed { .. } => "its inputs through a keyed order",
-            Channel::Plain { .. } => "its inputs on a plain stream",
-        }
-    }
-}
-
-/// The channel `plan` (derived as `d`) gives `component`'s inputs: the first mechanism on the
-/// component that has one, a plain stream when none does.
-pub fn channel_of(plan: &PlanFile, d: &Deployment, component: &str) -> Channel {
-    for (m, objects) in plan.mechanisms.iter().zip(&d.mechanisms) {
-        if m.component.as_deref() != Some(component) {
-            continue;
-        }
-        let named = |role: Role| {
-            objects
-                .objects
-                .iter()
-                .find(|(r, _)| *r == role)
-                .map(|(_, o)| o.name().to_string())
-        };
-        let channel = match m.kind.as_str() {
-            "seal-barrier" => named(Role::Barrier).map(|stream| Channel::Barrier {
-                stream,
-                producers: m.producers.clone(),
-            }),
-            "global-order" => match (named(Role::Sequence), named(Role::Checkpoints)) {
-                (Some(stream), Some(checkpoints)) => Some(Channel::Sequence {
-                    stream,
-                    checkpoints,
-                }),
-                _ => None,
-            },
-            "keyed-order" => named(Role::Keyed).map(|stream| Channel::Keyed { stream }),
-            _ => None,
-        };
-        if let Some(c) = channel {
-            return c;
-        }
-    }
-    Channel::Plain {
-        stream: plain_input(d, component, d.replicas).name,
-    }
-}
-
-/// The durable consumer's name of instance `instance` of `component`.
-pub fn consumer_name(component: &str, instance: &str) -> String {
-    format!("{}-{instance}", sanitize(component))
-}
-
-/// The durable consumer instance `instance` of `component` reads `channel` with, if the
-/// channel has one (barrier releases, a plain stream; a `key` reads only the plain messages
-/// routed to it). The orders keep their progress in checkpoints and commits instead.
-pub fn input_consumer(
-    channel: &Channel,
-    component: &str,
-    instance: &str,
-    key: Option<&str>,
-    ack_wait: Duration,
-) -> Option<ConsumerObject> {
-    let (stream, filter) = match channel {
-        Channel::Barrier { stream, .. } => (stream, format!("{stream}.rel.*")),
-        Channel::Plain { stream } => (
-            stream,
-            key.map_or_else(String::new, |k| format!("{stream}.*.{k}")),
-        ),
-        Channel::Sequence { .. } | Channel::Keyed { .. } => return None,
-    };
-    Some(ConsumerObject {
-        stream: stream.clone(),
-        name: consumer_name(component, instance),
-        filter,
-        ack_wait,
-        max_ack_pending: MAX_ACK_PENDING,
-    })
-}
-
-/// Adds to `d` (derived from `plan`) what `instances` instances (`0`, `1`, ...) of each of
-/// `components` read their inputs with, as the host opens them with its defaults: the plain
-/// input streams of components without a mechanism and the durable consumers. Fails when an
-/// added stream would share a name with another object.
-pub fn with_hosts(
-    plan: &PlanFile,
-    mut d: Deployment,
-    components: &[String],
-    instances: usize,
-) -> Result<Deployment, DeployError> {
-    d.instances = instances;
-    d.hosted.clear();
-    for component in components {
-        let channel = channel_of(plan, &d, component);
-        let mut objects = Vec::new();
-        if matches!(channel, Channel::Plain { .. }) {
-            objects.push((
-                Role::PlainInput,
-                Object::Stream(plain_input(&d, component, d.replicas)),
-            ));
-        }
-        for i in 0..instances {
-            if let Some(c) = input_consumer(&channel, component, &i.to_string(), None, ACK_WAIT) {
-                objects.push((Role::Reader, Object::Consumer(c)));
-            }
-        }
-        if !objects.is_empty() {
-            d.hosted.push(HostedObjects {
-                component: component.clone(),
-                objects,
-            });
-        }
-    }
-    check_collisions(&d)?;
-    Ok(d)
-}
-
 /// The engine objects of one spec's plan, with `replicas` Raft replicas each. Fails on a spec
 /// without a plan (invalid, unrepairable), on a mechanism it does not know or that lacks a
 /// field, and when two mechanisms would share an object's name.
@@ -705,116 +545,6 @@ fn check_collisions(d: &Deployment) -> Result<(), DeployError> {
     Ok(())
 }
 
-fn seconds(d: Duration) -> String {
-    format!("{}s", d.as_secs())
-}
-
-/// One object's configuration, one `field: value` per line, indented by `indent`.
-pub fn describe_object(o: &Object, indent: &str) -> String {
-    let mut s = String::new();
-    match o {
-        Object::Stream(st) => {
-            let _ = writeln!(s, "{indent}subjects: {}", st.subjects.join(", "));
-            let _ = writeln!(s, "{indent}replicas: {}", st.replicas);
-            let _ = writeln!(
-                s,
-                "{indent}duplicate window: {}",
-                seconds(st.duplicate_window)
-            );
-            let _ = writeln!(
-                s,
-                "{indent}message TTLs: {}",
-                if st.allow_msg_ttl {
-                    "allowed"
-                } else {
-                    "not allowed"
-                }
-            );
-        }
-        Object::Bucket(b) => {
-            let _ = writeln!(s, "{indent}history: {}", b.history);
-            let _ = writeln!(s, "{indent}replicas: {}", b.replicas);
-        }
-        Object::Consumer(c) => {
-            let _ = writeln!(s, "{indent}stream: {}", c.stream);
-            let _ = writeln!(
-                s,
-                "{indent}filter: {}",
-                if c.filter.is_empty() {
-                    "every subject"
-                } else {
-                    &c.filter
-                }
-            );
-            let _ = writeln!(
-                s,
-                "{indent}acknowledgements: explicit, wait {}, at most {} pending",
-                seconds(c.ack_wait),
-                c.max_ack_pending
-            );
-        }
-    }
-    s
-}
-
-/// The deployment in words: per mechanism its objects and their configuration. Deterministic.
-pub fn render(d: &Deployment) -> String {
-    let objects = d.objects().count();
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{}: spec `{}`, {} mechanism{}, {} engine object{}",
-        d.path,
-        d.spec,
-        d.mechanisms.len(),
-        if d.mechanisms.len() == 1 { "" } else { "s" },
-        objects,
-        if objects == 1 { "" } else { "s" },
-    );
-    if d.mechanisms.is_empty() && d.hosted.is_empty() {
-        let _ = writeln!(s, "  nothing to deploy: the spec needs no coordination");
-    } else if d.mechanisms.is_empty() {
-        let _ = writeln!(s, "  no mechanism: the spec needs no coordination");
-    }
-    for m in &d.mechanisms {
-        let _ = writeln!(s, "\n  {}", m.mechanism);
-        if let Some(note) = &m.note {
-            let _ = writeln!(s, "    {note}");
-        }
-        for (role, o) in &m.objects {
-            let _ = writeln!(s, "    {} {} ({})", o.kind(), o.name(), role.describe());
-            s.push_str(&describe_object(o, "      "));
-        }
-    }
-    if !d.hosted.is_empty() {
-        let _ = writeln!(
-            s,
-            "\n  hosted components: {} instance{} each (0{})",
-            d.instances,
-            if d.instances == 1 { "" } else { "s" },
-            if d.instances > 1 {
-                format!(" to {}", d.instances - 1)
-            } else {
-                String::new()
-            }
-        );
-    }
-    for h in &d.hosted {
-        let _ = writeln!(s, "    {}", h.component);
-        for (role, o) in &h.objects {
-            let _ = writeln!(s, "      {} {} ({})", o.kind(), o.name(), role.describe());
-            s.push_str(&describe_object(o, "        "));
-        }
-    }
-    if objects > 0 {
-        let _ = writeln!(
-            s,
-            "\n  other consumers: none durable (the mechanisms' readers create their own ordered consumers)"
-        );
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -857,36 +587,6 @@ mod tests {
         assert!(e.to_string().contains("`teleport`"), "{e}");
         let e = derive(&file(r#"{"kind": "keyed-order", "key": ["k"]}"#), 1).unwrap_err();
         assert!(e.to_string().contains("`component`"), "{e}");
-    }
-
-    #[test]
-    fn hosts_get_a_plain_stream_without_a_mechanism_and_a_consumer_per_instance() {
-        let f = file(
-            r#"{"kind": "seal-barrier", "component": "C", "input": "i", "key": ["k"]},
-               {"kind": "keyed-order", "component": "K", "key": ["k"]}"#,
-        );
-        let names = |d: &Deployment| -> Vec<String> {
-            d.hosted
-                .iter()
-                .flat_map(|h| h.objects.iter())
-                .map(|(_, o)| format!("{} {}/{}", o.kind(), o.stream_name(), o.name()))
-                .collect()
-        };
-        let components = ["A".to_string(), "C".to_string(), "K".to_string()];
-        let d = with_hosts(&f, derive(&f, 1).unwrap(), &components, 2).unwrap();
-        assert_eq!(
-            names(&d),
-            [
-                "stream s-A-in/s-A-in",
-                "consumer s-A-in/A-0",
-                "consumer s-A-in/A-1",
-                "consumer s-C-i-seal/C-0",
-                "consumer s-C-i-seal/C-1",
-            ]
-        );
-        // Deterministic, and a second call replaces rather than adds.
-        let again = with_hosts(&f, d.clone(), &components, 2).unwrap();
-        assert_eq!(again, d);
     }
 
     #[test]
