@@ -152,7 +152,7 @@ fn an_unreachable_server_is_exit_2_with_one_sentence() {
 
 /// `deploy` takes `plan`'s flags: with `--allow keyed` the word count that could be sealed is
 /// deployed with the keyed order `blazes plan --allow keyed` chooses, not the seal barrier of
-/// the default plan; with `--fail-on never` nothing needs deploying.
+/// the default plan; with `--fail-on never` no mechanism is deployed.
 #[test]
 fn the_deployed_plan_is_chosen_by_the_plan_flags() {
     let spec = "specs/wordcount-sealable.yaml";
@@ -173,5 +173,14 @@ fn the_deployed_plan_is_chosen_by_the_plan_flags() {
     );
     assert!(!keyed.contains("seal-barrier"), "{keyed}");
     let never = run(&["--fail-on", "never"]);
-    assert!(never.contains("nothing to deploy"), "{never}");
+    // No mechanism: only what the hosted components read their inputs with.
+    assert!(
+        never.contains("0 mechanisms")
+            && never.contains("no mechanism: the spec needs no coordination"),
+        "{never}"
+    );
+    assert!(
+        !never.contains("seal-barrier") && !never.contains("keyed-order"),
+        "{never}"
+    );
 }

@@ -90,6 +90,7 @@ async fn deploy_creates_the_planned_objects_and_a_second_deploy_changes_nothing(
                     assert_eq!(c.max_messages_per_subject, b.history);
                     js.get_key_value(&b.name).await.expect("a key-value bucket");
                 }
+                Object::Consumer(_) => unreachable!("`derive` lists no consumer"),
             }
             created.push((o.stream_name(), info.created));
         }
@@ -181,9 +182,16 @@ async fn a_changed_plan_is_refused_with_a_diff_and_nothing_is_modified() {
     .unwrap();
     let blind = config(&js, "ad-poor-Report-keyed").await.unwrap().config;
     assert!(!unchanged(&blind), "a blind apply changes the stream");
-    // ...after which the deployment is as planned and nothing differs any more.
+    // ...after which the keyed stream is as planned and nothing differs any more: the
+    // deployment creates the hosted components' objects the refused one left out.
     let o = deploy(&url, &["specs/ad-poor.yaml"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("unchanged stream ad-poor-Report-keyed"),
+        "{}",
+        stdout(&o)
+    );
+    let o = deploy(&url, &["specs/ad-poor.yaml"]);
     assert!(stdout(&o).contains("no change"), "{}", stdout(&o));
 }
 
@@ -347,4 +355,143 @@ async fn force_applies_a_changed_plan_after_showing_the_diff() {
     );
     assert!(config(&js, "wordcount-Count-keyed").await.is_some());
     assert!(config(&js, "wordcount-Count-seq").await.is_some());
+}
+
+/// The hosted components' objects of `blazes deploy --replicas 1 ARGS`, derived as the CLI does
+/// (every component of the spec, `instances` each).
+fn hosted(args: &[&str], components: &[&str], instances: usize) -> Deployment {
+    let d = planned(args);
+    let mut all = vec!["plan", "--format", "json"];
+    all.extend_from_slice(args);
+    let files = read_plan(&stdout(&blazes(&all))).unwrap();
+    let names: Vec<String> = components.iter().map(|c| c.to_string()).collect();
+    blazes::runtime::deploy::with_hosts(&files[0], d, &names, instances).unwrap()
+}
+
+/// Every durable consumer on the server's streams, as `stream/name`.
+async fn all_consumers(js: &jetstream::Context) -> Vec<String> {
+    use futures_util::StreamExt;
+    let names: Vec<String> = js
+        .stream_names()
+        .map(|n| n.unwrap())
+        .collect::<Vec<_>>()
+        .await;
+    let mut out = Vec::new();
+    for stream in names {
+        let on = blazes::runtime::nats::deploy::server_consumers(js, &stream)
+            .await
+            .unwrap();
+        out.extend(on.keys().map(|c| format!("{stream}/{c}")));
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deploy_creates_what_the_host_reads_and_a_hosted_component_adds_nothing() {
+    use blazes::runtime::nats::host::{Host, HostConfig};
+    let Some((_cluster, url, js)) = server().await else {
+        return;
+    };
+    let args: &[&str] = &["specs/wordcount-sealed.yaml"];
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["--instances", "2"]);
+    let o = deploy(&url, &all);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    for created in [
+        "created stream wordcount-sealed-Splitter-in",
+        "created consumer Splitter-0",
+        "created consumer Splitter-1",
+        "created consumer Count-0",
+        "created consumer Count-1",
+        "created stream wordcount-sealed-Commit-in",
+        "created consumer Commit-1",
+    ] {
+        assert!(out.contains(created), "`{created}` in\n{out}");
+    }
+    let d = hosted(args, &["Splitter", "Count", "Commit"], 2);
+    let listed: Vec<String> = {
+        let mut v: Vec<String> = d
+            .objects()
+            .filter_map(|o| match o {
+                Object::Consumer(c) => Some(format!("{}/{}", c.stream, c.name)),
+                _ => None,
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(all_consumers(&js).await, listed);
+    assert!(
+        compare(&js, &d)
+            .await
+            .unwrap()
+            .iter()
+            .all(|c| matches!(c, Change::Unchanged(_)))
+    );
+
+    // A second deployment changes nothing.
+    let o = deploy(&url, &all);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("no change"), "{}", stdout(&o));
+
+    // Hosting the deployed components (default configuration, instances 0 and 1) creates no
+    // new object.
+    let plan = {
+        let mut p = vec!["plan", "--format", "json"];
+        p.extend_from_slice(args);
+        read_plan(&stdout(&blazes(&p))).unwrap().remove(0)
+    };
+    let streams = stream_count(&js).await;
+    for component in ["Splitter", "Count", "Commit"] {
+        for instance in ["0", "1"] {
+            let mut c = HostConfig::new(component, instance);
+            c.replicas = 1;
+            c.retry_for = Duration::from_secs(5);
+            Host::open(js.clone(), &plan, c).await.unwrap();
+        }
+    }
+    assert_eq!(stream_count(&js).await, streams);
+    assert_eq!(all_consumers(&js).await, listed);
+    let o = deploy(&url, &all);
+    assert!(stdout(&o).contains("no change"), "{}", stdout(&o));
+
+    // Negative control: a host whose consumer deploy does not list (another instance name) is
+    // a new object on the server, and the comparison above would see it.
+    let mut c = HostConfig::new("Commit", "x");
+    c.replicas = 1;
+    Host::open(js.clone(), &plan, c).await.unwrap();
+    let now = all_consumers(&js).await;
+    assert_ne!(now, listed);
+    assert!(
+        now.contains(&"wordcount-sealed-Commit-in/Commit-x".to_string()),
+        "{now:?}"
+    );
+
+    // A deployed consumer with another filter is refused by a host that needs its own, rather
+    // than silently reading other inputs.
+    let mut keyed = HostConfig::new("Commit", "0");
+    keyed.replicas = 1;
+    keyed.input_key = Some("0".into());
+    let e = Host::open(js.clone(), &plan, keyed)
+        .await
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("durable consumer `Commit-0`"), "{e}");
+
+    // Fewer instances: the deployment's consumers of instance 1 are orphans, reported as a
+    // difference; nothing is deleted.
+    let o = deploy(&url, args);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("orphan consumer wordcount-sealed-Commit-in/Commit-1"),
+        "{err}"
+    );
+    assert!(
+        all_consumers(&js)
+            .await
+            .contains(&"wordcount-sealed-Commit-in/Commit-1".to_string())
+    );
 }

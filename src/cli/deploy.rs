@@ -34,6 +34,13 @@ pub(crate) struct DeployArgs {
     #[arg(long, value_name = "N", default_value_t = deploy::DEFAULT_REPLICAS as u8,
           value_parser = clap::value_parser!(u8).range(1..=5))]
     pub replicas: u8,
+    /// Instances of each component run by the component host (`runtime::nats::host`),
+    /// numbered from 0: each gets a durable consumer `<component>-<instance>` of its inputs
+    /// (barrier releases, or the plain input stream of a component without a mechanism). Not
+    /// Raft replicas (`--replicas`); the default is the host's single instance `0`.
+    #[arg(long, value_name = "N", default_value_t = deploy::DEFAULT_INSTANCES as u16,
+          value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub instances: u16,
     /// How the deployed plan is chosen, as for `blazes plan`: the same flags deploy the plan
     /// it printed.
     #[command(flatten)]
@@ -68,7 +75,14 @@ fn deployment(args: &DeployArgs) -> Result<Deployment, i32> {
         let file = files
             .first()
             .ok_or_else(|| DeployError::Json("the plan document lists no spec".into()))?;
+        let components: Vec<String> = a
+            .dataflow
+            .components
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
         deploy::derive(file, usize::from(args.replicas))
+            .and_then(|d| deploy::with_hosts(file, d, &components, usize::from(args.instances)))
     });
     derived.map_err(|e| {
         eprintln!("error: {e}");

@@ -13,14 +13,20 @@
 //!   that changed under them needs a person to decide (drain and delete, or rename the spec).
 //!
 //! A second deployment of the same plan therefore finds every object unchanged and does nothing.
+//! Durable consumers are compared the same way, within the stream they read: one that a
+//! host created with the listed configuration is unchanged, one this spec's deployment created
+//! that is no longer listed (fewer instances) is an orphan.
 
 use std::collections::BTreeMap;
 
+use async_nats::jetstream::consumer::{self, AckPolicy, pull};
 use async_nats::jetstream::{self, kv, stream};
 use futures_util::StreamExt;
 
 use super::NatsError;
-use crate::runtime::deploy::{BucketObject, DESCRIPTION_PREFIX, Deployment, Object, StreamObject};
+use crate::runtime::deploy::{
+    BucketObject, ConsumerObject, DESCRIPTION_PREFIX, Deployment, Object, StreamObject,
+};
 
 /// One field whose deployed value is not the planned one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,9 +53,11 @@ pub enum Change {
         /// The fields that differ.
         fields: Vec<FieldDiff>,
     },
-    /// A stream of this spec's earlier deployment that no mechanism of the plan uses.
+    /// A stream (or a durable consumer) of this spec's earlier deployment that the plan no
+    /// longer lists.
     Orphan {
-        /// The stream's name (`KV_<bucket>` for a bucket).
+        /// The stream's name (`KV_<bucket>` for a bucket, `<stream>/<consumer>` for a
+        /// consumer).
         stream: String,
         /// Its description (which mechanism created it).
         description: String,
@@ -85,7 +93,12 @@ impl Change {
                 stream,
                 description,
             } => format!(
-                "orphan stream {stream}: deployed for this spec ({}) but no mechanism of the plan uses it",
+                "orphan {} {stream}: deployed for this spec ({}) but the plan no longer lists it",
+                if stream.contains('/') {
+                    "consumer"
+                } else {
+                    "stream"
+                },
                 description
                     .strip_prefix(DESCRIPTION_PREFIX)
                     .unwrap_or(description)
@@ -181,13 +194,92 @@ fn diff_bucket(planned: &BucketObject, deployed: &stream::Config) -> Vec<FieldDi
     fields
 }
 
+fn diff_consumer(planned: &ConsumerObject, deployed: &consumer::Config) -> Vec<FieldDiff> {
+    let mut fields = Vec::new();
+    if deployed.filter_subject != planned.filter {
+        fields.push(FieldDiff {
+            field: "filter",
+            deployed: format!("{:?}", deployed.filter_subject),
+            planned: format!("{:?}", planned.filter),
+        });
+    }
+    if deployed.ack_policy != AckPolicy::Explicit {
+        fields.push(FieldDiff {
+            field: "acknowledgements",
+            deployed: format!("{:?}", deployed.ack_policy),
+            planned: format!("{:?}", AckPolicy::Explicit),
+        });
+    }
+    if deployed.ack_wait != planned.ack_wait {
+        fields.push(FieldDiff {
+            field: "ack wait",
+            deployed: format!("{:?}", deployed.ack_wait),
+            planned: format!("{:?}", planned.ack_wait),
+        });
+    }
+    if deployed.max_ack_pending != planned.max_ack_pending {
+        fields.push(FieldDiff {
+            field: "max ack pending",
+            deployed: deployed.max_ack_pending.to_string(),
+            planned: planned.max_ack_pending.to_string(),
+        });
+    }
+    fields
+}
+
+/// The durable consumers of `stream` on the server, by name (none when it does not exist).
+pub async fn server_consumers(
+    js: &jetstream::Context,
+    stream: &str,
+) -> Result<BTreeMap<String, consumer::Config>, NatsError> {
+    let mut out = BTreeMap::new();
+    let Ok(s) = js.get_stream(stream).await else {
+        return Ok(out);
+    };
+    let mut consumers = s.consumers();
+    while let Some(info) = consumers.next().await {
+        let info = info.map_err(|e| NatsError::Refused {
+            subject: format!("$JS.API.CONSUMER.LIST.{stream}"),
+            reason: e.to_string(),
+        })?;
+        if info.config.durable_name.is_some() {
+            out.insert(info.name.clone(), info.config);
+        }
+    }
+    Ok(out)
+}
+
 /// Compares the plan's objects with the server's, in the plan's order, then the orphans (by
 /// name). Reads only.
 pub async fn compare(js: &jetstream::Context, d: &Deployment) -> Result<Vec<Change>, NatsError> {
     let streams = server_streams(js).await?;
+    let mut consumers: BTreeMap<String, BTreeMap<String, consumer::Config>> = BTreeMap::new();
+    for o in d.objects() {
+        if let Object::Consumer(c) = o
+            && !consumers.contains_key(&c.stream)
+        {
+            consumers.insert(c.stream.clone(), server_consumers(js, &c.stream).await?);
+        }
+    }
     let mut changes = Vec::new();
     let mut planned = std::collections::BTreeSet::new();
+    let mut planned_consumers = std::collections::BTreeSet::new();
     for o in d.objects() {
+        if let Object::Consumer(c) = o {
+            planned_consumers.insert((c.stream.clone(), c.name.clone()));
+            let change = match consumers.get(&c.stream).and_then(|m| m.get(&c.name)) {
+                None => Change::Create(o.clone()),
+                Some(config) => match diff_consumer(c, config) {
+                    fields if fields.is_empty() => Change::Unchanged(o.clone()),
+                    fields => Change::Differs {
+                        object: o.clone(),
+                        fields,
+                    },
+                },
+            };
+            changes.push(change);
+            continue;
+        }
         planned.insert(o.stream_name());
         let change = match streams.get(&o.stream_name()) {
             None => Change::Create(o.clone()),
@@ -195,6 +287,7 @@ pub async fn compare(js: &jetstream::Context, d: &Deployment) -> Result<Vec<Chan
                 let fields = match o {
                     Object::Stream(s) => diff_stream(s, config),
                     Object::Bucket(b) => diff_bucket(b, config),
+                    Object::Consumer(_) => unreachable!("consumers are compared above"),
                 };
                 if fields.is_empty() {
                     Change::Unchanged(o.clone())
@@ -218,7 +311,45 @@ pub async fn compare(js: &jetstream::Context, d: &Deployment) -> Result<Vec<Chan
             });
         }
     }
+    for (stream, on_stream) in &consumers {
+        for (name, config) in on_stream {
+            let description = config.description.clone().unwrap_or_default();
+            if description.starts_with(&mine)
+                && !planned_consumers.contains(&(stream.clone(), name.clone()))
+            {
+                changes.push(Change::Orphan {
+                    stream: format!("{stream}/{name}"),
+                    description,
+                });
+            }
+        }
+    }
     Ok(changes)
+}
+
+/// The configuration a durable consumer is created with (by a deployment or by the host).
+pub fn consumer_config(c: &ConsumerObject, description: Option<String>) -> pull::Config {
+    pull::Config {
+        durable_name: Some(c.name.clone()),
+        description,
+        filter_subject: c.filter.clone(),
+        ack_policy: AckPolicy::Explicit,
+        ack_wait: c.ack_wait,
+        max_ack_pending: c.max_ack_pending,
+        ..Default::default()
+    }
+}
+
+/// The configuration a stream is created with, without a description (the host's).
+pub fn stream_config(s: &StreamObject) -> stream::Config {
+    stream::Config {
+        name: s.name.clone(),
+        subjects: s.subjects.clone(),
+        num_replicas: s.replicas,
+        duplicate_window: s.duplicate_window,
+        allow_message_ttl: s.allow_msg_ttl,
+        ..Default::default()
+    }
 }
 
 /// The description a deployed object carries: the spec, then the mechanism.
@@ -231,7 +362,15 @@ async fn create(js: &jetstream::Context, d: &Deployment, o: &Object) -> Result<(
         .mechanisms
         .iter()
         .find(|m| m.objects.iter().any(|(_, x)| x == o))
-        .map_or("", |m| m.mechanism.as_str());
+        .map(|m| m.mechanism.clone())
+        .or_else(|| {
+            d.hosted
+                .iter()
+                .find(|h| h.objects.iter().any(|(_, x)| x == o))
+                .map(|h| format!("hosted component {}", h.component))
+        })
+        .unwrap_or_default();
+    let mechanism = mechanism.as_str();
     let refused = |reason: String| NatsError::Refused {
         subject: o.stream_name(),
         reason,
@@ -239,13 +378,8 @@ async fn create(js: &jetstream::Context, d: &Deployment, o: &Object) -> Result<(
     match o {
         Object::Stream(s) => js
             .create_stream(stream::Config {
-                name: s.name.clone(),
                 description: Some(description(d, mechanism)),
-                subjects: s.subjects.clone(),
-                num_replicas: s.replicas,
-                duplicate_window: s.duplicate_window,
-                allow_message_ttl: s.allow_msg_ttl,
-                ..Default::default()
+                ..stream_config(s)
             })
             .await
             .map(drop)
@@ -261,7 +395,29 @@ async fn create(js: &jetstream::Context, d: &Deployment, o: &Object) -> Result<(
             .await
             .map(drop)
             .map_err(|e| refused(e.to_string())),
+        Object::Consumer(c) => put_consumer(js, c, description(d, mechanism)).await,
     }
+}
+
+/// Creates durable consumer `c`, or updates it to `c`'s configuration (the server keeps its
+/// position).
+async fn put_consumer(
+    js: &jetstream::Context,
+    c: &ConsumerObject,
+    description: String,
+) -> Result<(), NatsError> {
+    let refused = |reason: String| NatsError::Refused {
+        subject: format!("{}/{}", c.stream, c.name),
+        reason,
+    };
+    let s = js
+        .get_stream(&c.stream)
+        .await
+        .map_err(|e| refused(e.to_string()))?;
+    s.create_consumer(consumer_config(c, Some(description)))
+        .await
+        .map(drop)
+        .map_err(|e| refused(e.to_string()))
 }
 
 /// Deploys the plan's objects: compares, then creates the missing objects only if nothing
@@ -285,7 +441,11 @@ pub async fn deploy(js: &jetstream::Context, d: &Deployment) -> Result<Outcome, 
 }
 
 /// Updates an existing object to the plan's configuration, in place: its messages are kept.
-async fn update(js: &jetstream::Context, o: &Object) -> Result<(), NatsError> {
+async fn update(js: &jetstream::Context, d: &Deployment, o: &Object) -> Result<(), NatsError> {
+    if let Object::Consumer(_) = o {
+        // Creating a durable consumer that exists updates it in place.
+        return create(js, d, o).await;
+    }
     let name = o.stream_name();
     let refused = |reason: String| NatsError::Refused {
         subject: name.clone(),
@@ -312,6 +472,7 @@ async fn update(js: &jetstream::Context, o: &Object) -> Result<(), NatsError> {
             config.max_messages_per_subject = planned.history;
             config.num_replicas = planned.replicas;
         }
+        Object::Consumer(_) => unreachable!("consumers are updated above"),
     }
     js.update_stream(config)
         .await
@@ -331,7 +492,7 @@ pub async fn deploy_forced(
     for c in &changes {
         match c {
             Change::Create(o) => create(js, d, o).await?,
-            Change::Differs { object, .. } => update(js, object).await?,
+            Change::Differs { object, .. } => update(js, d, object).await?,
             Change::Unchanged(_) | Change::Orphan { .. } => {}
         }
     }

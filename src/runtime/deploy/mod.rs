@@ -13,12 +13,29 @@
 //! | `seal-barrier` on `C`'s input `I` | stream `<spec>-<C>-<I>-seal`: subjects `.rec.*.*`, `.seal.*.*`, `.set.*`, `.rel.*` |
 //! | `add-seal` on a source | none of its own: its source seals into the barriers the plan lists |
 //!
-//! No durable consumer is created: the mechanisms read through ordered (ephemeral) consumers
-//! that each reader creates for itself. Applying the objects to a server is
-//! `runtime::nats::deploy` (cargo feature `nats`).
+//! The mechanisms themselves read through ordered (ephemeral) consumers that each reader
+//! creates for itself. The component host (`runtime::nats::host`) adds, per component of the
+//! spec ([`with_hosts`]), what its instances read their inputs with, named here and nowhere else:
+//!
+//! | the component's inputs | objects |
+//! |---|---|
+//! | no mechanism | stream `<spec>-<C>-in` (`.>`: one subject per producing instance, then an optional routing key); durable consumer `<C>-<instance>` on it, per instance |
+//! | a `seal-barrier` | durable consumer `<C>-<instance>` of the barrier's releases (`.rel.*`), per instance |
+//! | a `global-order` or `keyed-order` | none: progress is a checkpoint or a fenced commit |
+//!
+//! Instances are numbered from `0`, as the host's callers name them (`hosts.rs`; the words of
+//! a deployment are `render.rs`). Applying the objects to a
+//! server is `runtime::nats::deploy` (cargo feature `nats`).
+
+mod hosts;
+mod render;
+
+pub use hosts::{
+    Channel, PLAIN_SUBJECTS, channel_of, consumer_name, input_consumer, plain_input, with_hosts,
+};
+pub use render::{describe_object, render};
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -27,6 +44,13 @@ use serde::Deserialize;
 pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
 /// Raft replicas of every object unless the deployment says otherwise (a 3-node cluster).
 pub const DEFAULT_REPLICAS: usize = 3;
+/// Instances of every hosted component unless the deployment says otherwise: instance `0`.
+pub const DEFAULT_INSTANCES: usize = 1;
+/// How long the server waits for a hosted instance to acknowledge an input before it delivers
+/// it again (to the restarted instance).
+pub const ACK_WAIT: Duration = Duration::from_secs(5);
+/// Inputs a hosted instance may hold unacknowledged.
+pub const MAX_ACK_PENDING: i64 = 10_000;
 /// History of a checkpoint bucket: a replica reads only its latest checkpoint.
 pub const CHECKPOINT_HISTORY: i64 = 1;
 /// The description every deployed object carries, followed by the spec's name and `,`; how a
@@ -179,13 +203,31 @@ pub struct BucketObject {
     pub replicas: usize,
 }
 
-/// An engine object a mechanism needs.
+/// A durable pull consumer with explicit acknowledgements: a hosted instance's position in
+/// its input stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerObject {
+    /// The stream it reads.
+    pub stream: String,
+    /// Its durable name (`<component>-<instance>`).
+    pub name: String,
+    /// The subjects it reads (empty: every subject of the stream).
+    pub filter: String,
+    /// How long the server waits for an acknowledgement before it delivers again.
+    pub ack_wait: Duration,
+    /// Inputs held unacknowledged at most.
+    pub max_ack_pending: i64,
+}
+
+/// An engine object a mechanism or a hosted component needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Object {
     /// A stream.
     Stream(StreamObject),
     /// A key-value bucket.
     Bucket(BucketObject),
+    /// A durable consumer of a stream.
+    Consumer(ConsumerObject),
 }
 
 impl Object {
@@ -194,22 +236,26 @@ impl Object {
         match self {
             Object::Stream(s) => &s.name,
             Object::Bucket(b) => &b.name,
+            Object::Consumer(c) => &c.name,
         }
     }
 
-    /// `stream` or `bucket`.
+    /// `stream`, `bucket` or `consumer`.
     pub fn kind(&self) -> &'static str {
         match self {
             Object::Stream(_) => "stream",
             Object::Bucket(_) => "bucket",
+            Object::Consumer(_) => "consumer",
         }
     }
 
-    /// The stream that holds the object on the server (`KV_<name>` for a bucket).
+    /// The stream that holds the object on the server (`KV_<name>` for a bucket, the stream it
+    /// reads for a consumer).
     pub fn stream_name(&self) -> String {
         match self {
             Object::Stream(s) => s.name.clone(),
             Object::Bucket(b) => format!("KV_{}", b.name),
+            Object::Consumer(c) => c.stream.clone(),
         }
     }
 }
@@ -238,6 +284,10 @@ pub enum Role {
     Checkpoints,
     /// A seal barrier's records, seals and releases.
     Barrier,
+    /// A component's inputs when the plan gives them no mechanism.
+    PlainInput,
+    /// One hosted instance's acknowledged position in its inputs.
+    Reader,
 }
 
 impl Role {
@@ -249,6 +299,8 @@ impl Role {
             Role::Outputs => "the replicas' outputs, de-duplicated by derived ids",
             Role::Checkpoints => "one checkpoint per replica",
             Role::Barrier => "records, seals, producer sets and releases per partition",
+            Role::PlainInput => "inputs without a mechanism: one subject per producing instance",
+            Role::Reader => "one instance's acknowledged position in its inputs",
         }
     }
 }
@@ -264,14 +316,36 @@ pub struct Deployment {
     pub prefix: String,
     /// Per mechanism, in the plan's order.
     pub mechanisms: Vec<MechanismObjects>,
+    /// Raft replicas of every stream and bucket.
+    pub replicas: usize,
+    /// Instances per hosted component (`0` until [`with_hosts`]).
+    pub instances: usize,
+    /// Per hosted component, in the spec's order, what its instances read with ([`with_hosts`];
+    /// components that need nothing are left out).
+    pub hosted: Vec<HostedObjects>,
+}
+
+/// The objects the instances of one hosted component read their inputs with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostedObjects {
+    /// The component, as the spec names it.
+    pub component: String,
+    /// Its objects: the plain input stream (if any), then one consumer per instance.
+    pub objects: Vec<(Role, Object)>,
 }
 
 impl Deployment {
-    /// Every object, in the plan's order.
+    /// Every object, in the plan's order, then the hosted components' (streams before the
+    /// consumers that read them).
     pub fn objects(&self) -> impl Iterator<Item = &Object> {
         self.mechanisms
             .iter()
             .flat_map(|m| m.objects.iter().map(|(_, o)| o))
+            .chain(
+                self.hosted
+                    .iter()
+                    .flat_map(|h| h.objects.iter().map(|(_, o)| o)),
+            )
     }
 
     /// The description the objects of this deployment carry on the server.
@@ -330,25 +404,6 @@ pub const SEQUENCE_SUBJECTS: [&str; 1] = ["in.*"];
 pub const OUTPUT_SUBJECTS: [&str; 1] = [">"];
 /// The subjects of a seal barrier's stream (`runtime::nats::barrier`).
 pub const BARRIER_SUBJECTS: [&str; 4] = ["rec.*.*", "seal.*.*", "set.*", "rel.*"];
-
-/// The subjects of a plain input stream (`runtime::nats::host`).
-pub const PLAIN_SUBJECTS: [&str; 1] = [">"];
-
-/// The stream `<spec>-<component>-in` on which a component the plan gives no mechanism
-/// receives its inputs (`runtime::nats::host`), one subject per producing instance, with
-/// `replicas` Raft replicas. Not among the plan's objects: the host creates it when a component
-/// reads or writes it.
-pub fn plain_input(d: &Deployment, component: &str, replicas: usize) -> StreamObject {
-    match stream(
-        format!("{}-{}-in", d.prefix, sanitize(component)),
-        &PLAIN_SUBJECTS,
-        replicas,
-        false,
-    ) {
-        Object::Stream(s) => s,
-        Object::Bucket(_) => unreachable!("`stream` builds a stream"),
-    }
-}
 
 /// The engine objects of one spec's plan, with `replicas` Raft replicas each. Fails on a spec
 /// without a plan (invalid, unrepairable), on a mechanism it does not know or that lacks a
@@ -446,98 +501,48 @@ pub fn derive(file: &PlanFile, replicas: usize) -> Result<Deployment, DeployErro
         };
         mechanisms.push(entry);
     }
-    // Two objects with one name would be one object on the server, shared by two mechanisms
-    // that each think they own it. Buckets live in `KV_<name>` streams, so a stream named
-    // `KV_x` and a bucket `x` collide too.
-    let mut owners: BTreeMap<String, String> = BTreeMap::new();
-    for m in &mechanisms {
-        for (_, o) in &m.objects {
-            let owner = format!("{} of {}", o.kind(), m.mechanism);
-            if let Some(first) = owners.insert(o.stream_name(), owner.clone()) {
-                return Err(DeployError::Collision {
-                    name: o.stream_name(),
-                    first,
-                    second: owner,
-                });
-            }
-        }
-    }
-    Ok(Deployment {
+    let d = Deployment {
         path: file.path.clone(),
         spec,
         prefix,
         mechanisms,
-    })
+        replicas,
+        instances: 0,
+        hosted: Vec::new(),
+    };
+    check_collisions(&d)?;
+    Ok(d)
 }
 
-fn seconds(d: Duration) -> String {
-    format!("{}s", d.as_secs())
-}
-
-/// One object's configuration, one `field: value` per line, indented by `indent`.
-pub fn describe_object(o: &Object, indent: &str) -> String {
-    let mut s = String::new();
-    match o {
-        Object::Stream(st) => {
-            let _ = writeln!(s, "{indent}subjects: {}", st.subjects.join(", "));
-            let _ = writeln!(s, "{indent}replicas: {}", st.replicas);
-            let _ = writeln!(
-                s,
-                "{indent}duplicate window: {}",
-                seconds(st.duplicate_window)
-            );
-            let _ = writeln!(
-                s,
-                "{indent}message TTLs: {}",
-                if st.allow_msg_ttl {
-                    "allowed"
-                } else {
-                    "not allowed"
-                }
-            );
-        }
-        Object::Bucket(b) => {
-            let _ = writeln!(s, "{indent}history: {}", b.history);
-            let _ = writeln!(s, "{indent}replicas: {}", b.replicas);
+/// Two objects with one name would be one object on the server, shared by two owners that each
+/// think they own it. Buckets live in `KV_<name>` streams, so a stream named `KV_x` and a
+/// bucket `x` collide too; consumers are named within their stream.
+fn check_collisions(d: &Deployment) -> Result<(), DeployError> {
+    let owned = d
+        .mechanisms
+        .iter()
+        .flat_map(|m| m.objects.iter().map(|(_, o)| (o, m.mechanism.clone())))
+        .chain(d.hosted.iter().flat_map(|h| {
+            h.objects
+                .iter()
+                .map(|(_, o)| (o, format!("hosted component {}", h.component)))
+        }));
+    let mut owners: BTreeMap<String, String> = BTreeMap::new();
+    for (o, owner) in owned {
+        let key = match o {
+            Object::Consumer(c) => format!("{}/{}", c.stream, c.name),
+            o => o.stream_name(),
+        };
+        let owner = format!("{} of {owner}", o.kind());
+        if let Some(first) = owners.insert(key, owner.clone()) {
+            return Err(DeployError::Collision {
+                name: o.name().to_string(),
+                first,
+                second: owner,
+            });
         }
     }
-    s
-}
-
-/// The deployment in words: per mechanism its objects and their configuration. Deterministic.
-pub fn render(d: &Deployment) -> String {
-    let objects = d.objects().count();
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{}: spec `{}`, {} mechanism{}, {} engine object{}",
-        d.path,
-        d.spec,
-        d.mechanisms.len(),
-        if d.mechanisms.len() == 1 { "" } else { "s" },
-        objects,
-        if objects == 1 { "" } else { "s" },
-    );
-    if d.mechanisms.is_empty() {
-        let _ = writeln!(s, "  nothing to deploy: the spec needs no coordination");
-    }
-    for m in &d.mechanisms {
-        let _ = writeln!(s, "\n  {}", m.mechanism);
-        if let Some(note) = &m.note {
-            let _ = writeln!(s, "    {note}");
-        }
-        for (role, o) in &m.objects {
-            let _ = writeln!(s, "    {} {} ({})", o.kind(), o.name(), role.describe());
-            s.push_str(&describe_object(o, "      "));
-        }
-    }
-    if objects > 0 {
-        let _ = writeln!(
-            s,
-            "\n  consumers: none durable (each reader creates its own ordered consumer)"
-        );
-    }
-    s
+    Ok(())
 }
 
 #[cfg(test)]
