@@ -1,4 +1,4 @@
-//! `examples/wordcount.rs` as real processes on a real `nats-server`: the committed counts of
+//! `examples/wordcount` as real processes on a real `nats-server`: the committed counts of
 //! the sealed and the ordered deployment equal the counts computed here from the tweet
 //! generator, across runs and when a counter is SIGKILLed and restarted; the uncoordinated
 //! deployment (the plan skipped, a counter killed) must differ: the negative control. Under
