@@ -29,7 +29,8 @@
 //!
 //! The coordinated deployments plan `specs/ad-<query>.yaml` with the CLI itself (`ad_network
 //! plan ...` is `blazes plan ...`) and fail with exit 2 when the plan lacks the mechanism they
-//! need (POOR has no seal key; CAMPAIGN and WINDOW need no order). `none` skips the plan.
+//! need (the plans of THRESH, CAMPAIGN and WINDOW have no order, POOR's no seal barrier).
+//! `none` skips the plan.
 //!
 //! The modules follow the jobs: [`workload`] is what every role computes alike from the
 //! arguments, [`plan`] the engine objects of the plan, [`roles`] the processes' logic,
