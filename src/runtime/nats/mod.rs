@@ -301,6 +301,11 @@ impl StoredMessage {
     }
 }
 
+/// How long a read waits for a message the server counted as pending before it starts over.
+const READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often a waiting read asks the server whether anything is still to come.
+const READ_POLL: Duration = Duration::from_millis(100);
+
 /// Reads up to `max` messages of `stream` with sequence `>= from` (on `filter`'s subjects when
 /// given), in stream order, through an ordered consumer; retried while the cluster fails over.
 /// Returns fewer than `max` when the stream has no more.
@@ -345,6 +350,9 @@ pub async fn read_stream(
         if consumer.cached_info().num_pending == 0 {
             return Ok(Vec::new());
         }
+        // The ordered consumer's first name; after a reset it has another, whose info this
+        // read then cannot ask for (it waits out the timeout, as it would without asking).
+        let consumer_name = consumer.cached_info().name.clone();
         let mut messages = match consumer.messages().await {
             Ok(m) => m,
             Err(e) if started.elapsed() < retry_for => {
@@ -355,15 +363,40 @@ pub async fn read_stream(
             Err(e) => return Err(fail(e.to_string())),
         };
         let mut out = Vec::new();
+        let mut quiet = Duration::ZERO;
+        // Messages this consumer delivered to us, to tell "nothing left" from "in flight".
+        let mut received = 0u64;
         loop {
-            let next = tokio::time::timeout(Duration::from_secs(5), messages.next()).await;
+            let next = tokio::time::timeout(READ_POLL, messages.next()).await;
+            if next.is_err() {
+                quiet += READ_POLL;
+                // The messages counted as pending when the consumer was made may be gone since
+                // (a seal barrier purges the partitions it released): when the server has
+                // nothing left to deliver and has delivered no more than we received (nothing
+                // in flight), the read is over, rather than waiting out the whole timeout for
+                // messages that no longer exist.
+                let info = stream.consumer_info(&consumer_name).await;
+                if let Ok(info) = info
+                    && info.num_pending == 0
+                    && info.delivered.consumer_sequence <= received
+                {
+                    return Ok(out);
+                }
+                if quiet < READ_TIMEOUT {
+                    continue;
+                }
+            }
             let message = match next {
-                Ok(Some(Ok(m))) => m,
+                Ok(Some(Ok(m))) => {
+                    quiet = Duration::ZERO;
+                    received += 1;
+                    m
+                }
                 other => {
                     let last = match other {
                         Ok(Some(Err(e))) => e.to_string(),
                         Ok(None) => "the consumer ended".to_string(),
-                        _ => "no message within 5 s".to_string(),
+                        _ => format!("no message within {} s", READ_TIMEOUT.as_secs()),
                     };
                     if started.elapsed() < retry_for {
                         tokio::time::sleep(Duration::from_millis(200)).await;
