@@ -27,7 +27,7 @@ impl Chooser for SplitMix {
 
 /// The default input: per source, three records (attributes all 0, all 1, all 0) with
 /// distinct payloads, so that every gate partition of value 0 holds two records; then one
-/// record per pattern a keyed order needs (see [`keyed_patterns`]).
+/// record per pattern a keyed order needs (see `keyed_patterns`).
 pub fn default_inputs(m: &Model) -> Inputs {
     let patterns = keyed_patterns(m);
     (0..m.source_edges.len())

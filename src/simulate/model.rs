@@ -453,7 +453,7 @@ pub const DELIVERY_BUDGET_PER_EDGE: usize = 200;
 /// of how a record was derived, never of the schedule, so the cut keeps a deterministic stream
 /// deterministic (a cap on the number of answers would not: which answers pass would depend on
 /// the order). The bound of a dataflow is its longest chain of order-sensitive paths (see
-/// [`depth_bound`]), so that outside cycles no record is cut.
+/// `depth_bound`), so that outside cycles no record is cut.
 pub const MAX_DEPTH: u8 = 2;
 pub const MAX_DEPTH_CAP: u8 = 6;
 
