@@ -1185,3 +1185,55 @@ async fn barrier_control_releasing_on_first_seal_is_incomplete() {
         "{violations:#?}"
     );
 }
+
+/// Reads that poll a stream (a host waiting for its next input) leave no consumers behind.
+/// Left behind, each one lives until the server's inactivity threshold (30 s) and is matched
+/// against every message stored: a word count's global order slowed to a 30 s stall.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polling_reads_leave_no_consumers_and_without_deleting_they_pile_up() {
+    let Some(cluster) = Cluster::start(1, "").await else {
+        return;
+    };
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 1).await;
+    let mut stream = js
+        .create_stream(jetstream::stream::Config {
+            name: "POLLED".into(),
+            subjects: vec!["polled".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    for i in 0..10 {
+        js.publish("polled", Bytes::from(format!("m{i}")))
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    }
+    let retry = Duration::from_secs(10);
+    for _ in 0..20 {
+        let read = rt::read_stream(&stream, None, 4, 3, retry).await.unwrap();
+        let positions: Vec<u64> = read.iter().map(|m| m.sequence).collect();
+        assert_eq!(positions, [4, 5, 6]);
+        // Past the end, as a caught-up reader polls.
+        assert!(
+            rt::read_stream(&stream, None, 11, 100, retry)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+    assert_eq!(stream.info().await.unwrap().state.consumer_count, 0);
+    // Negative control: the same reads, leaving their consumers.
+    for _ in 0..20 {
+        let read = rt::read_stream_leaving_consumers(&stream, None, 4, 3, retry)
+            .await
+            .unwrap();
+        assert_eq!(read.len(), 3);
+        rt::read_stream_leaving_consumers(&stream, None, 11, 100, retry)
+            .await
+            .unwrap();
+    }
+    assert_eq!(stream.info().await.unwrap().state.consumer_count, 40);
+}

@@ -309,6 +309,12 @@ const READ_POLL: Duration = Duration::from_millis(100);
 /// Reads up to `max` messages of `stream` with sequence `>= from` (on `filter`'s subjects when
 /// given), in stream order, through an ordered consumer; retried while the cluster fails over.
 /// Returns fewer than `max` when the stream has no more.
+///
+/// Each read makes one ephemeral consumer and deletes it when it ends. Callers poll (a host
+/// waiting for the next input reads every few milliseconds), and a consumer left behind lives
+/// on the server until its inactivity threshold (30 s): hundreds of them, each one matched
+/// against every message stored, slowed every publish to the stream to a crawl. A read that
+/// would start past the stream's last message asks the stream's state instead and makes none.
 pub async fn read_stream(
     stream: &stream::Stream,
     filter: Option<&str>,
@@ -316,118 +322,162 @@ pub async fn read_stream(
     max: usize,
     retry_for: Duration,
 ) -> Result<Vec<StoredMessage>, NatsError> {
+    read(stream, filter, from, max, retry_for, Consumers::Deleted).await
+}
+
+/// [`read_stream`] that leaves its consumer on the server and makes one even past the stream's
+/// end; it exists for the negative control of the tests and nothing else.
+#[doc(hidden)]
+pub async fn read_stream_leaving_consumers(
+    stream: &stream::Stream,
+    filter: Option<&str>,
+    from: u64,
+    max: usize,
+    retry_for: Duration,
+) -> Result<Vec<StoredMessage>, NatsError> {
+    read(stream, filter, from, max, retry_for, Consumers::Left).await
+}
+
+/// What a read does with the server's consumers: the real one deletes each it made.
+#[derive(Clone, Copy, PartialEq)]
+enum Consumers {
+    Deleted,
+    Left,
+}
+
+async fn read(
+    stream: &stream::Stream,
+    filter: Option<&str>,
+    from: u64,
+    max: usize,
+    retry_for: Duration,
+    consumers: Consumers,
+) -> Result<Vec<StoredMessage>, NatsError> {
     use async_nats::jetstream::consumer::{DeliverPolicy, pull::OrderedConfig};
-    use futures_util::StreamExt;
     let started = tokio::time::Instant::now();
     let name = stream.cached_info().config.name.clone();
-    'attempt: loop {
-        let fail = |last: String| NatsError::Unavailable {
-            subject: name.clone(),
-            waited: started.elapsed(),
-            last,
+    let fail = |last: String| NatsError::Unavailable {
+        subject: name.clone(),
+        waited: started.elapsed(),
+        last,
+    };
+    if max == 0 {
+        return Ok(Vec::new());
+    }
+    loop {
+        let last = match consumers {
+            Consumers::Left => Ok(u64::MAX),
+            Consumers::Deleted => match stream.get_info().await {
+                Ok(info) => Ok(info.state.last_sequence),
+                Err(e) => Err(e.to_string()),
+            },
         };
-        if max == 0 {
-            return Ok(Vec::new());
-        }
-        let consumer = stream
-            .create_consumer(OrderedConfig {
-                filter_subject: filter.unwrap_or_default().to_string(),
-                deliver_policy: DeliverPolicy::ByStartSequence {
-                    start_sequence: from.max(1),
-                },
-                ..Default::default()
-            })
-            .await;
-        let consumer = match consumer {
-            Ok(c) => c,
-            Err(e) if started.elapsed() < retry_for => {
-                let _ = e;
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                continue 'attempt;
-            }
-            Err(e) => return Err(fail(e.to_string())),
-        };
-        if consumer.cached_info().num_pending == 0 {
-            return Ok(Vec::new());
-        }
-        // The ordered consumer's first name; after a reset it has another, whose info this
-        // read then cannot ask for (it waits out the timeout, as it would without asking).
-        let consumer_name = consumer.cached_info().name.clone();
-        let mut messages = match consumer.messages().await {
-            Ok(m) => m,
-            Err(e) if started.elapsed() < retry_for => {
-                let _ = e;
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                continue 'attempt;
-            }
-            Err(e) => return Err(fail(e.to_string())),
-        };
-        let mut out = Vec::new();
-        let mut quiet = Duration::ZERO;
-        // Messages this consumer delivered to us, to tell "nothing left" from "in flight".
-        let mut received = 0u64;
-        loop {
-            let next = tokio::time::timeout(READ_POLL, messages.next()).await;
-            if next.is_err() {
-                quiet += READ_POLL;
-                // The messages counted as pending when the consumer was made may be gone since
-                // (a seal barrier purges the partitions it released): when the server has
-                // nothing left to deliver and has delivered no more than we received (nothing
-                // in flight), the read is over, rather than waiting out the whole timeout for
-                // messages that no longer exist.
-                let info = stream.consumer_info(&consumer_name).await;
-                if let Ok(info) = info
-                    && info.num_pending == 0
-                    && info.delivered.consumer_sequence <= received
-                {
-                    return Ok(out);
-                }
-                if quiet < READ_TIMEOUT {
-                    continue;
-                }
-            }
-            let message = match next {
-                Ok(Some(Ok(m))) => {
-                    quiet = Duration::ZERO;
-                    received += 1;
-                    m
-                }
-                other => {
-                    let last = match other {
-                        Ok(Some(Err(e))) => e.to_string(),
-                        Ok(None) => "the consumer ended".to_string(),
-                        _ => format!("no message within {} s", READ_TIMEOUT.as_secs()),
-                    };
-                    if started.elapsed() < retry_for {
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                        continue 'attempt;
+        let step = match last {
+            Ok(last) if last < from.max(1) => return Ok(Vec::new()),
+            Ok(_) => match stream
+                .create_consumer(OrderedConfig {
+                    filter_subject: filter.unwrap_or_default().to_string(),
+                    deliver_policy: DeliverPolicy::ByStartSequence {
+                        start_sequence: from.max(1),
+                    },
+                    ..Default::default()
+                })
+                .await
+            {
+                Ok(consumer) => {
+                    let consumer_name = consumer.cached_info().name.clone();
+                    let step = drain(stream, consumer, from, max).await;
+                    if consumers == Consumers::Deleted {
+                        // Best effort: one the server does not delete now goes when it is idle.
+                        let _ = stream.delete_consumer(&consumer_name).await;
                     }
-                    return Err(fail(last));
+                    step
                 }
-            };
-            let info = message.info().map_err(|e| fail(e.to_string()))?;
-            let sequence = info.stream_sequence;
-            let pending = info.pending;
-            // An ordered consumer that resets (a stream leader failed over) before it delivered
-            // anything restarts from the stream's first message, not from `from`: skip what is
-            // behind us, so callers see each position once, in order.
-            let behind = out.last().map_or(from, |m: &StoredMessage| m.sequence + 1);
-            if sequence < behind {
-                if pending == 0 {
-                    return Ok(out);
-                }
-                continue;
-            }
-            let message = message.message;
-            out.push(StoredMessage {
-                subject: message.subject.to_string(),
-                sequence,
-                headers: message.headers.unwrap_or_default(),
-                payload: message.payload,
-            });
-            if pending == 0 || out.len() >= max {
+                Err(e) => Err(e.to_string()),
+            },
+            Err(e) => Err(e),
+        };
+        match step {
+            Ok(out) => return Ok(out),
+            Err(last) if started.elapsed() >= retry_for => return Err(fail(last)),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+/// One attempt of [`read_stream`] through `consumer`: the messages, or why to start over.
+async fn drain(
+    stream: &stream::Stream,
+    consumer: jetstream::consumer::Consumer<jetstream::consumer::pull::OrderedConfig>,
+    from: u64,
+    max: usize,
+) -> Result<Vec<StoredMessage>, String> {
+    use futures_util::StreamExt;
+    if consumer.cached_info().num_pending == 0 {
+        return Ok(Vec::new());
+    }
+    // The ordered consumer's first name; after a reset it has another, whose info this read
+    // then cannot ask for (it waits out the timeout, as it would without asking).
+    let consumer_name = consumer.cached_info().name.clone();
+    let mut messages = consumer.messages().await.map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    let mut quiet = Duration::ZERO;
+    // Messages this consumer delivered to us, to tell "nothing left" from "in flight".
+    let mut received = 0u64;
+    loop {
+        let next = tokio::time::timeout(READ_POLL, messages.next()).await;
+        if next.is_err() {
+            quiet += READ_POLL;
+            // The messages counted as pending when the consumer was made may be gone since (a
+            // seal barrier purges the partitions it released): when the server has nothing
+            // left to deliver and has delivered no more than we received (nothing in flight),
+            // the read is over, rather than waiting out the whole timeout for messages that no
+            // longer exist.
+            let info = stream.consumer_info(&consumer_name).await;
+            if let Ok(info) = info
+                && info.num_pending == 0
+                && info.delivered.consumer_sequence <= received
+            {
                 return Ok(out);
             }
+            if quiet < READ_TIMEOUT {
+                continue;
+            }
+        }
+        let message = match next {
+            Ok(Some(Ok(m))) => {
+                quiet = Duration::ZERO;
+                received += 1;
+                m
+            }
+            Ok(Some(Err(e))) => return Err(e.to_string()),
+            Ok(None) => return Err("the consumer ended".to_string()),
+            Err(_) => {
+                return Err(format!("no message within {} s", READ_TIMEOUT.as_secs()));
+            }
+        };
+        let info = message.info().map_err(|e| e.to_string())?;
+        let sequence = info.stream_sequence;
+        let pending = info.pending;
+        // An ordered consumer that resets (a stream leader failed over) before it delivered
+        // anything restarts from the stream's first message, not from `from`: skip what is
+        // behind us, so callers see each position once, in order.
+        let behind = out.last().map_or(from, |m: &StoredMessage| m.sequence + 1);
+        if sequence < behind {
+            if pending == 0 {
+                return Ok(out);
+            }
+            continue;
+        }
+        let message = message.message;
+        out.push(StoredMessage {
+            subject: message.subject.to_string(),
+            sequence,
+            headers: message.headers.unwrap_or_default(),
+            payload: message.payload,
+        });
+        if pending == 0 || out.len() >= max {
+            return Ok(out);
         }
     }
 }
