@@ -311,3 +311,53 @@ async fn a_keyed_component_gets_its_partition_in_order_and_resumes_after_its_com
     let rest = [next(&report).await, next(&report).await].map(|d| value(&d));
     assert_eq!(rest, [4, 5]);
 }
+
+/// A plain-stream stage whose logic handles inputs concurrently: it holds the first input for
+/// 2.5 s (the ack wait is 1 s) while it handles the second at once, then asks for the next
+/// input. Returns what that next input is: nothing (the stream is done), or the held input
+/// again, redelivered while the logic still handles it.
+async fn held_input_comes_back(js: &jetstream::Context, renew: bool, spec: &str) -> Option<u64> {
+    let p = PlanFile {
+        name: Some(spec.to_string()),
+        ..plan("")
+    };
+    let source = Host::open(js.clone(), &p, config("Source", "0"))
+        .await
+        .unwrap();
+    let into_stage = source.outputs("Stage").await.unwrap();
+    for i in 0..2u32 {
+        into_stage
+            .publish(1, i, "", Bytes::from(format!("x{i}")))
+            .await
+            .unwrap();
+    }
+    let mut c = config("Stage", "0");
+    c.renew_in_progress = renew;
+    let stage = Host::open(js.clone(), &p, c).await.unwrap();
+    let held = next(&stage).await;
+    let quick = next(&stage).await;
+    stage.done(&quick).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let again = tokio::time::timeout(Duration::from_secs(3), stage.next()).await;
+    stage.done(&held).await.unwrap();
+    let again = again.ok()?.unwrap();
+    assert!(again.redelivered);
+    assert_eq!(
+        again.position, held.position,
+        "only the held input is unacknowledged"
+    );
+    Some(again.position)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_held_longer_than_the_ack_wait_is_not_redelivered_and_without_renewal_it_is() {
+    let Some((_cluster, js)) = server().await else {
+        return;
+    };
+    assert_eq!(held_input_comes_back(&js, true, "renewed").await, None);
+    // Negative control: the same stage without renewing what it holds.
+    assert!(
+        held_input_comes_back(&js, false, "control").await.is_some(),
+        "without renewal the server hands the held input out again"
+    );
+}

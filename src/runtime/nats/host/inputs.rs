@@ -13,6 +13,7 @@ use tokio::sync::Mutex;
 use super::engine::{durable_consumer, get_stream, open_bucket};
 use super::outputs::Outputs;
 use super::plan::{channel_of, input_objects};
+use super::renew::InFlight;
 use super::{Channel, HostConfig, HostError, check_name};
 use crate::runtime::deploy::{self, Deployment, PlanFile};
 use crate::runtime::nats::NatsError;
@@ -96,6 +97,8 @@ struct Inner {
     /// Sequence channel: the restored state and the position after the last handled input.
     handled: Mutex<(u64, Option<Bytes>)>,
     checkpoints: Option<kv::Store>,
+    /// Acknowledged channels: the inputs fetched and not yet done, kept in progress.
+    in_flight: Option<Arc<InFlight>>,
 }
 
 /// One instance of a component, hosted. Cloning shares the instance.
@@ -213,6 +216,13 @@ impl Host {
                 }
             }
         };
+        let in_flight = match &reader {
+            // Renewed at the deployed consumer's ack wait, which may not be this config's.
+            Reader::Consumer { consumer, .. } if config.renew_in_progress => {
+                Some(InFlight::renewed(consumer.cached_info().config.ack_wait))
+            }
+            _ => None,
+        };
         Ok(Host {
             inner: Arc::new(Inner {
                 js,
@@ -224,6 +234,7 @@ impl Host {
                 reader: Mutex::new(reader),
                 handled: Mutex::new(handled),
                 checkpoints,
+                in_flight,
             }),
         })
     }
@@ -311,11 +322,15 @@ impl Host {
                             payload: m.payload.clone(),
                         }
                     };
+                    let m = Arc::new(m);
+                    if let Some(held) = &self.inner.in_flight {
+                        held.hold(position, m.clone());
+                    }
                     pending.push_back(Delivery {
                         position,
                         input,
                         redelivered,
-                        ack: Some(Arc::new(m)),
+                        ack: Some(m),
                     });
                 }
             },
@@ -390,6 +405,9 @@ impl Host {
     /// handling carry the ids of the first.
     pub async fn done(&self, delivery: &Delivery) -> Result<(), HostError> {
         if let Some(m) = &delivery.ack {
+            if let Some(held) = &self.inner.in_flight {
+                held.release(delivery.position);
+            }
             m.ack().await.map_err(|e| NatsError::Unavailable {
                 subject: m.subject.to_string(),
                 waited: Duration::ZERO,

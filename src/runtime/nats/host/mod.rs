@@ -29,6 +29,7 @@ mod engine;
 mod inputs;
 mod outputs;
 mod plan;
+mod renew;
 
 pub use inputs::{Delivery, Host, Input};
 pub use outputs::{Outputs, source_outputs};
@@ -108,6 +109,11 @@ pub struct HostConfig {
     /// How long the server waits for an acknowledgement before it redelivers a message (to the
     /// restarted instance).
     pub ack_wait: Duration,
+    /// Whether the host tells the server, every third of the ack wait, that the inputs it
+    /// fetched and the logic has not marked done are still in progress, so that a slow handler
+    /// does not get them redelivered while it holds them (as a Service Bus receiver renews its
+    /// locks). Default: true.
+    pub renew_in_progress: bool,
 }
 
 impl HostConfig {
@@ -123,6 +129,7 @@ impl HostConfig {
             replicas: deploy::DEFAULT_REPLICAS,
             retry_for: super::DEFAULT_RETRY_FOR,
             ack_wait: deploy::ACK_WAIT,
+            renew_in_progress: true,
         }
     }
 }
