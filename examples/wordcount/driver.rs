@@ -192,12 +192,19 @@ pub(crate) async fn deployment(
             } else {
                 BTreeSet::new()
             };
-            wait_until(limit, "every counter to count every batch", || {
+            let seen = || {
                 let mut c = counted(&lines.lock().unwrap());
                 c.extend(before.iter().copied());
-                c == all
+                c
+            };
+            wait_until(limit, "every counter to count every batch", || {
+                seen() == all
             })
-            .await?;
+            .await
+            .map_err(|e| {
+                let missing: Vec<u64> = all.difference(&seen()).copied().collect();
+                format!("{e}: counter {i} has not counted batches {missing:?}")
+            })?;
         }
     }
     drained(

@@ -131,8 +131,12 @@ pub(crate) async fn splitter(role: Role) -> Result<(), String> {
     let out = host.outputs("Count").await.map_err(|e| e.to_string())?;
     ready();
     let me: u64 = role.instance.parse().map_err(|_| "instance is a number")?;
-    let mut handled = 0;
-    while handled < role.shape.batches {
+    // Distinct batches, not deliveries: a batch delivered again (its acknowledgement came too
+    // late) is split again, harmlessly: its outputs carry the same ids (a barrier's records, a
+    // plain stream's messages) or the same (splitter, tweet) tags a counter counts once (the
+    // global order).
+    let mut handled = BTreeSet::new();
+    while (handled.len() as u64) < role.shape.batches {
         let d = host.next().await.map_err(|e| e.to_string())?;
         let Input::Message { payload, .. } = &d.input else {
             return Err("a splitter reads a plain stream".into());
@@ -145,7 +149,7 @@ pub(crate) async fn splitter(role: Role) -> Result<(), String> {
             split(&out, &d, (b, j, role.shape.workers), &tweets)
                 .await
                 .map_err(|e| e.to_string())?;
-            handled += 1;
+            handled.insert(b);
         }
         host.done(&d).await.map_err(|e| e.to_string())?;
     }
