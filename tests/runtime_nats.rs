@@ -1237,3 +1237,82 @@ async fn polling_reads_leave_no_consumers_and_without_deleting_they_pile_up() {
     }
     assert_eq!(stream.info().await.unwrap().state.consumer_count, 40);
 }
+
+/// Two barrier instances polling the same stream while two producers fill 60 partitions: each
+/// partition is released once, and an instance that loses the race for a partition (it read
+/// the last seal, the other released and purged the records meanwhile) says nothing. Returns
+/// the releases and the inconsistencies reported.
+async fn racing_barriers(
+    rule: blazes::runtime::nats::barrier::ReleaseRule,
+    name: &str,
+) -> (usize, usize) {
+    use blazes::runtime::nats::barrier::{
+        BarrierConfig, BarrierEvent, BarrierProducer, SealBarrier,
+    };
+    let cluster = Cluster::start(1, "").await.expect("checked by the caller");
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 1).await;
+    let mut config = BarrierConfig::new(name, &["p1", "p2"]);
+    config.replicas = 1;
+    config.retry_for = Duration::from_secs(10);
+    config.rule = rule;
+    let a = SealBarrier::open(js.clone(), config.clone()).await.unwrap();
+    let b = SealBarrier::open(js.clone(), config.clone()).await.unwrap();
+    let producers = ["p1", "p2"].map(|p| BarrierProducer::new(js.clone(), &config, p));
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let poll = |mut barrier: SealBarrier| {
+        let done = done.clone();
+        tokio::spawn(async move {
+            let mut events = Vec::new();
+            loop {
+                let last = done.load(std::sync::atomic::Ordering::SeqCst);
+                events.extend(barrier.poll().await.unwrap());
+                if last {
+                    return events;
+                }
+            }
+        })
+    };
+    let (ta, tb) = (poll(a), poll(b));
+    for n in 0..60 {
+        let partition = format!("w{n}");
+        for p in &producers {
+            p.record(&partition, 0, Bytes::from(format!("{n}")))
+                .await
+                .unwrap();
+            p.seal(&partition, 1).await.unwrap();
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let events: Vec<BarrierEvent> = [ta.await.unwrap(), tb.await.unwrap()].concat();
+    let released = events
+        .iter()
+        .filter(|e| matches!(e, BarrierEvent::Released(_)))
+        .count();
+    let inconsistent = events
+        .iter()
+        .filter(|e| matches!(e, BarrierEvent::Inconsistent { .. }))
+        .count();
+    (released, inconsistent)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_barrier_instances_release_once_and_report_no_false_inconsistency() {
+    use blazes::runtime::nats::barrier::ReleaseRule;
+    if Cluster::start(1, "").await.is_none() {
+        return;
+    }
+    assert_eq!(
+        racing_barriers(ReleaseRule::AllSealed, "RACE").await,
+        (60, 0)
+    );
+    // Negative control: the loser does not look for the winner's release.
+    let (released, inconsistent) = racing_barriers(ReleaseRule::AllSealedBlind, "BLIND").await;
+    println!("control: {inconsistent} partitions reported inconsistent by the race's loser");
+    assert_eq!(released, 60);
+    assert!(
+        inconsistent > 0,
+        "the race is lost somewhere in 60 partitions"
+    );
+}

@@ -271,16 +271,18 @@ impl Host {
                 }
                 if let Some(b) = barrier {
                     // Any instance may release any partition: the server stores each release
-                    // once, and the durable consumer hands it to this instance.
-                    // Several instances poll; one that loses the race to release a partition
-                    // finds its records purged and reports it inconsistent until it reads the
-                    // release, so only stalls (producers that never seal) are worth a word.
+                    // once, and the durable consumer hands it to this instance. What keeps a
+                    // partition from being released is worth a word to the operator.
                     for event in b.poll().await? {
-                        if let BarrierEvent::Stalled { partition, missing } = event {
-                            eprintln!(
+                        match event {
+                            BarrierEvent::Stalled { partition, missing } => eprintln!(
                                 "host: partition {partition} waits for seals from {}",
                                 missing.join(", ")
-                            );
+                            ),
+                            BarrierEvent::Inconsistent { partition, reason } => eprintln!(
+                                "host: partition {partition} is sealed but not released: {reason}"
+                            ),
+                            _ => {}
                         }
                     }
                 }
