@@ -184,3 +184,88 @@ fn the_deployed_plan_is_chosen_by_the_plan_flags() {
         "{never}"
     );
 }
+
+/// `--route-by-instance C`: instance `i` of `C` reads only the messages routed to key `i`, and
+/// the dry run lists the filtered consumers; the same run without the flag lists consumers that
+/// read every subject.
+#[test]
+fn a_component_routed_by_instance_gets_one_filtered_consumer_per_instance() {
+    let run = |flags: &[&str]| {
+        let mut args = vec!["deploy", "--dry-run", "--instances", "2"];
+        args.extend_from_slice(flags);
+        args.push("specs/wordcount-sealed.yaml");
+        blazes(&args)
+    };
+    let o = run(&["--route-by-instance", "Splitter"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        o.stdout,
+        run(&["--route-by-instance", "Splitter"]).stdout,
+        "deterministic"
+    );
+    let routed = stdout(&o);
+    insta::assert_snapshot!("dry_run_routed_by_instance", routed);
+    for filter in [
+        "filter: wordcount-sealed-Splitter-in.*.0",
+        "filter: wordcount-sealed-Splitter-in.*.1",
+    ] {
+        assert!(routed.contains(filter), "`{filter}` in\n{routed}");
+    }
+    // Control: without the flag, the same consumers read every subject.
+    let plain = stdout(&run(&[]));
+    assert!(!plain.contains("Splitter-in.*.0"), "{plain}");
+    assert!(!plain.contains("routed by instance"), "{plain}");
+}
+
+#[test]
+fn routing_by_instance_refuses_what_cannot_be_routed() {
+    let spec = "specs/wordcount-sealed.yaml";
+    // A component the spec does not have.
+    let o = blazes(&[
+        "deploy",
+        "--dry-run",
+        "--instances",
+        "2",
+        "--route-by-instance",
+        "Nope",
+        spec,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "error: cannot route the inputs of `Nope` by instance: `specs/wordcount-sealed.yaml` has no component `Nope` (its components: Splitter, Count, Commit)\n"
+    );
+    assert!(o.stdout.is_empty());
+    assert_clean_failure(&o);
+    // A component whose inputs go through a mechanism (the seal barrier of Count).
+    let o = blazes(&[
+        "deploy",
+        "--dry-run",
+        "--instances",
+        "2",
+        "--route-by-instance",
+        "Count",
+        spec,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains(
+            "cannot route the inputs of `Count` by instance: the plan of `specs/wordcount-sealed.yaml` gives it its inputs through a seal barrier"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert_clean_failure(&o);
+    // Without --instances (one instance reading key 0 is almost surely a mistake).
+    let o = blazes(&[
+        "deploy",
+        "--dry-run",
+        "--route-by-instance",
+        "Splitter",
+        spec,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--instances"), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+    assert_clean_failure(&o);
+}

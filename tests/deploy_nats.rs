@@ -365,7 +365,7 @@ fn hosted(args: &[&str], components: &[&str], instances: usize) -> Deployment {
     all.extend_from_slice(args);
     let files = read_plan(&stdout(&blazes(&all))).unwrap();
     let names: Vec<String> = components.iter().map(|c| c.to_string()).collect();
-    blazes::runtime::deploy::with_hosts(&files[0], d, &names, instances).unwrap()
+    blazes::runtime::deploy::with_hosts(&files[0], d, &names, instances, &[]).unwrap()
 }
 
 /// Every durable consumer on the server's streams, as `stream/name`.
@@ -494,4 +494,62 @@ async fn deploy_creates_what_the_host_reads_and_a_hosted_component_adds_nothing(
             .await
             .contains(&"wordcount-sealed-Commit-in/Commit-1".to_string())
     );
+}
+
+/// `blazes deploy --instances 2 --route-by-instance Splitter`: a host whose instance `i` reads
+/// key `i` (as the word count's splitters do) opens the deployed consumers, creating nothing.
+/// Control: the deployment without the option, on a fresh server, leaves consumers that read
+/// every subject, which the same keyed host refuses (`ConsumerDiffers`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_routed_by_instance_is_what_a_keyed_host_opens() {
+    use blazes::runtime::nats::host::{Host, HostConfig, HostError};
+    let args: &[&str] = &["specs/wordcount-sealed.yaml"];
+    let plan = {
+        let mut p = vec!["plan", "--format", "json"];
+        p.extend_from_slice(args);
+        read_plan(&stdout(&blazes(&p))).unwrap().remove(0)
+    };
+    let keyed = |instance: &str| {
+        let mut c = HostConfig::new("Splitter", instance);
+        c.replicas = 1;
+        c.retry_for = Duration::from_secs(5);
+        c.input_key = Some(instance.to_string());
+        c
+    };
+    for routed in [true, false] {
+        let Some((_cluster, url, js)) = server().await else {
+            return;
+        };
+        let mut all = vec!["--instances", "2"];
+        if routed {
+            all.extend_from_slice(&["--route-by-instance", "Splitter"]);
+        }
+        all.extend_from_slice(args);
+        let o = deploy(&url, &all);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let consumers = all_consumers(&js).await;
+        let streams = stream_count(&js).await;
+        for instance in ["0", "1"] {
+            let opened = Host::open(js.clone(), &plan, keyed(instance)).await;
+            if routed {
+                opened.unwrap_or_else(|e| panic!("instance {instance}: {e}"));
+            } else {
+                match opened {
+                    Err(HostError::ConsumerDiffers { name, .. }) => {
+                        assert_eq!(name, format!("Splitter-{instance}"));
+                    }
+                    Err(e) => panic!("instance {instance}: another error: {e}"),
+                    Ok(_) => panic!("instance {instance}: an unfiltered consumer was accepted"),
+                }
+            }
+        }
+        assert_eq!(all_consumers(&js).await, consumers);
+        assert_eq!(stream_count(&js).await, streams);
+        if routed {
+            // The deployment still finds every object as planned.
+            let o = deploy(&url, &all);
+            assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+            assert!(stdout(&o).contains("no change"), "{}", stdout(&o));
+        }
+    }
 }

@@ -41,6 +41,13 @@ pub(crate) struct DeployArgs {
     #[arg(long, value_name = "N", default_value_t = deploy::DEFAULT_INSTANCES as u16,
           value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub instances: u16,
+    /// Route the inputs of COMPONENT by instance: instance `i` of it reads only the messages
+    /// published to it with routing key `i` (a host with `input_key` `i`), through a consumer
+    /// filtered on `<stream>.*.<i>`, instead of every message. Only for a component without a
+    /// mechanism on its inputs (a plain stream); repeat it for several components; needs
+    /// `--instances`.
+    #[arg(long, value_name = "COMPONENT", requires = "instances")]
+    pub route_by_instance: Vec<String>,
     /// How the deployed plan is chosen, as for `blazes plan`: the same flags deploy the plan
     /// it printed.
     #[command(flatten)]
@@ -81,8 +88,15 @@ fn deployment(args: &DeployArgs) -> Result<Deployment, i32> {
             .iter()
             .map(|c| c.name.clone())
             .collect();
-        deploy::derive(file, usize::from(args.replicas))
-            .and_then(|d| deploy::with_hosts(file, d, &components, usize::from(args.instances)))
+        deploy::derive(file, usize::from(args.replicas)).and_then(|d| {
+            deploy::with_hosts(
+                file,
+                d,
+                &components,
+                usize::from(args.instances),
+                &args.route_by_instance,
+            )
+        })
     });
     derived.map_err(|e| {
         eprintln!("error: {e}");

@@ -142,18 +142,40 @@ pub fn input_consumer(
 
 /// Adds to `d` (derived from `plan`) what `instances` instances (`0`, `1`, ...) of each of
 /// `components` read their inputs with, as the host opens them with its defaults: the plain
-/// input streams of components without a mechanism and the durable consumers. Fails when an
-/// added stream would share a name with another object.
+/// input streams of components without a mechanism and the durable consumers. Instance `i` of
+/// a component in `routed_by_instance` reads only the plain messages routed to key `i`, as a
+/// host with `input_key = Some(i)` does. Fails when a routed component is not among
+/// `components` or has a mechanism on its inputs (checked for every one, in the order given),
+/// or when an added stream would share a name with another object.
 pub fn with_hosts(
     plan: &PlanFile,
     mut d: Deployment,
     components: &[String],
     instances: usize,
+    routed_by_instance: &[String],
 ) -> Result<Deployment, DeployError> {
     d.instances = instances;
     d.hosted.clear();
+    for routed in routed_by_instance {
+        if !components.contains(routed) {
+            return Err(DeployError::RouteUnknown {
+                path: plan.path.clone(),
+                component: routed.clone(),
+                known: components.join(", "),
+            });
+        }
+        let channel = channel_of(plan, &d, routed);
+        if !matches!(channel, Channel::Plain { .. }) {
+            return Err(DeployError::RouteNotPlain {
+                path: plan.path.clone(),
+                component: routed.clone(),
+                channel: channel.describe(),
+            });
+        }
+    }
     for component in components {
         let channel = channel_of(plan, &d, component);
+        let routed = routed_by_instance.contains(component);
         let mut objects = Vec::new();
         if matches!(channel, Channel::Plain { .. }) {
             objects.push((
@@ -162,7 +184,9 @@ pub fn with_hosts(
             ));
         }
         for i in 0..instances {
-            if let Some(c) = input_consumer(&channel, component, &i.to_string(), None, ACK_WAIT) {
+            let instance = i.to_string();
+            let key = routed.then_some(instance.as_str());
+            if let Some(c) = input_consumer(&channel, component, &instance, key, ACK_WAIT) {
                 objects.push((Role::Reader, Object::Consumer(c)));
             }
         }
@@ -170,6 +194,7 @@ pub fn with_hosts(
             d.hosted.push(HostedObjects {
                 component: component.clone(),
                 objects,
+                routed_by_instance: routed,
             });
         }
     }
@@ -203,7 +228,7 @@ mod tests {
                 .collect()
         };
         let components = ["A".to_string(), "C".to_string(), "K".to_string()];
-        let d = with_hosts(&f, derive(&f, 1).unwrap(), &components, 2).unwrap();
+        let d = with_hosts(&f, derive(&f, 1).unwrap(), &components, 2, &[]).unwrap();
         assert_eq!(
             names(&d),
             [
@@ -215,7 +240,60 @@ mod tests {
             ]
         );
         // Deterministic, and a second call replaces rather than adds.
-        let again = with_hosts(&f, d.clone(), &components, 2).unwrap();
+        let again = with_hosts(&f, d.clone(), &components, 2, &[]).unwrap();
         assert_eq!(again, d);
+    }
+
+    #[test]
+    fn a_component_routed_by_instance_reads_its_own_key_and_others_are_refused() {
+        let f = file(
+            r#"{"kind": "seal-barrier", "component": "C", "input": "i", "key": ["k"]},
+               {"kind": "keyed-order", "component": "K", "key": ["k"]}"#,
+        );
+        let components = ["A".to_string(), "B".to_string(), "C".to_string()];
+        let filters = |routed: &[String]| -> Vec<String> {
+            let d = with_hosts(&f, derive(&f, 1).unwrap(), &components, 2, routed).unwrap();
+            d.hosted
+                .iter()
+                .flat_map(|h| h.objects.iter())
+                .filter_map(|(_, o)| match o {
+                    Object::Consumer(c) => Some(format!("{}: {}", c.name, c.filter)),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(
+            filters(&["A".to_string()]),
+            [
+                "A-0: s-A-in.*.0",
+                "A-1: s-A-in.*.1",
+                "B-0: ",
+                "B-1: ",
+                "C-0: s-C-i-seal.rel.*",
+                "C-1: s-C-i-seal.rel.*"
+            ]
+        );
+        // Control: without the option every instance of A reads every subject.
+        assert_eq!(filters(&[])[..2], ["A-0: ", "A-1: "]);
+        let refused = |routed: &str| {
+            with_hosts(
+                &f,
+                derive(&f, 1).unwrap(),
+                &components,
+                2,
+                &[routed.to_string()],
+            )
+            .unwrap_err()
+            .to_string()
+        };
+        assert_eq!(
+            refused("Z"),
+            "cannot route the inputs of `Z` by instance: `s.yaml` has no component `Z` (its components: A, B, C)"
+        );
+        assert!(
+            refused("C").contains("gives it its inputs through a seal barrier"),
+            "{}",
+            refused("C")
+        );
     }
 }

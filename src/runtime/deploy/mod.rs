@@ -19,7 +19,7 @@
 //!
 //! | the component's inputs | objects |
 //! |---|---|
-//! | no mechanism | stream `<spec>-<C>-in` (`.>`: one subject per producing instance, then an optional routing key); durable consumer `<C>-<instance>` on it, per instance |
+//! | no mechanism | stream `<spec>-<C>-in` (`.>`: one subject per producing instance, then an optional routing key); durable consumer `<C>-<instance>` on it, per instance, reading every subject, or only `.*.<instance>` when the component is routed by instance |
 //! | a `seal-barrier` | durable consumer `<C>-<instance>` of the barrier's releases (`.rel.*`), per instance |
 //! | a `global-order` or `keyed-order` | none: progress is a checkpoint or a fenced commit |
 //!
@@ -99,6 +99,30 @@ pub enum DeployError {
         index: usize,
         /// Its kind.
         kind: String,
+    },
+    /// Components to route by instance that the spec does not have.
+    #[error(
+        "cannot route the inputs of `{component}` by instance: `{path}` has no component `{component}` (its components: {known})"
+    )]
+    RouteUnknown {
+        /// The spec's path.
+        path: String,
+        /// The component asked for.
+        component: String,
+        /// The spec's components, comma-separated.
+        known: String,
+    },
+    /// A component to route by instance whose inputs do not arrive on a plain stream.
+    #[error(
+        "cannot route the inputs of `{component}` by instance: the plan of `{path}` gives it {channel}, and only a component without a mechanism on its inputs (a plain stream) reads by routing key"
+    )]
+    RouteNotPlain {
+        /// The spec's path.
+        path: String,
+        /// The component asked for.
+        component: String,
+        /// How it receives its inputs, in words.
+        channel: &'static str,
     },
     /// Two mechanisms would own one engine object.
     #[error("the {first} and the {second} would both use the engine object `{name}`; rename one")]
@@ -332,6 +356,9 @@ pub struct HostedObjects {
     pub component: String,
     /// Its objects: the plain input stream (if any), then one consumer per instance.
     pub objects: Vec<(Role, Object)>,
+    /// Whether instance `i` reads only the plain messages routed to key `i` (its consumer
+    /// filters on `<stream>.*.<i>`) rather than every message.
+    pub routed_by_instance: bool,
 }
 
 impl Deployment {

@@ -100,7 +100,15 @@ pub fn render(d: &Deployment) -> String {
         );
     }
     for h in &d.hosted {
-        let _ = writeln!(s, "    {}", h.component);
+        if h.routed_by_instance {
+            let _ = writeln!(
+                s,
+                "    {} (routed by instance: instance i reads only the messages routed to key i)",
+                h.component
+            );
+        } else {
+            let _ = writeln!(s, "    {}", h.component);
+        }
         for (role, o) in &h.objects {
             let _ = writeln!(s, "      {} {} ({})", o.kind(), o.name(), role.describe());
             s.push_str(&describe_object(o, "        "));

@@ -352,6 +352,17 @@ pub fn stream_config(s: &StreamObject) -> stream::Config {
     }
 }
 
+/// The configuration a key-value bucket is created with, without a description (the host's and
+/// the replicas' own).
+pub fn bucket_config(b: &BucketObject) -> kv::Config {
+    kv::Config {
+        bucket: b.name.clone(),
+        history: b.history,
+        num_replicas: b.replicas,
+        ..Default::default()
+    }
+}
+
 /// The description a deployed object carries: the spec, then the mechanism.
 fn description(d: &Deployment, mechanism: &str) -> String {
     format!("{} {mechanism}", d.description())
@@ -386,11 +397,8 @@ async fn create(js: &jetstream::Context, d: &Deployment, o: &Object) -> Result<(
             .map_err(|e| refused(e.to_string())),
         Object::Bucket(b) => js
             .create_key_value(kv::Config {
-                bucket: b.name.clone(),
                 description: description(d, mechanism),
-                history: b.history,
-                num_replicas: b.replicas,
-                ..Default::default()
+                ..bucket_config(b)
             })
             .await
             .map(drop)

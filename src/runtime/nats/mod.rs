@@ -219,23 +219,14 @@ pub(crate) async fn last_on_subject(
     retry_for: Duration,
 ) -> Result<Option<StoredMessage>, NatsError> {
     use async_nats::jetstream::stream::LastRawMessageErrorKind;
-    let started = tokio::time::Instant::now();
-    loop {
+    retrying(subject, retry_for, Duration::from_millis(100), || async {
         match stream.get_last_raw_message_by_subject(subject).await {
-            Ok(m) => return Ok(Some(StoredMessage::from_raw(m))),
-            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => return Ok(None),
-            Err(e) => {
-                if started.elapsed() >= retry_for {
-                    return Err(NatsError::Unavailable {
-                        subject: subject.to_string(),
-                        waited: started.elapsed(),
-                        last: e.to_string(),
-                    });
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
+            Ok(m) => Ok(Some(StoredMessage::from_raw(m))),
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(None),
+            Err(e) => Err(e),
         }
-    }
+    })
+    .await
 }
 
 /// Gets or creates a stream, retried while the cluster elects its meta leader.
@@ -244,20 +235,64 @@ pub(crate) async fn ensure_stream(
     config: stream::Config,
     retry_for: Duration,
 ) -> Result<stream::Stream, NatsError> {
+    retrying(&config.name, retry_for, Duration::from_millis(200), || {
+        js.get_or_create_stream(config.clone())
+    })
+    .await
+}
+
+/// Gets or creates the checkpoint bucket `bucket` (a replica's latest checkpoint per key), as a
+/// deployment creates it; retried while the cluster elects its meta leader.
+pub(crate) async fn ensure_bucket(
+    js: &jetstream::Context,
+    bucket: &str,
+    replicas: usize,
+    retry_for: Duration,
+) -> Result<async_nats::jetstream::kv::Store, NatsError> {
+    let config = deploy::bucket_config(&crate::runtime::deploy::BucketObject {
+        name: bucket.to_string(),
+        history: crate::runtime::deploy::CHECKPOINT_HISTORY,
+        replicas,
+    });
+    retrying(bucket, retry_for, Duration::from_millis(200), || async {
+        match js.get_key_value(bucket).await {
+            Ok(s) => Ok(s),
+            Err(_) => js
+                .create_key_value(config.clone())
+                .await
+                .map_err(|e| e.to_string()),
+        }
+    })
+    .await
+}
+
+/// Runs `op` until it succeeds, pausing `pause` after each failure, for as long as `retry_for`
+/// has not passed since the first try (a leader election, a reconnect); then
+/// [`NatsError::Unavailable`] on `what` with the last error. Every failure is retried: an
+/// operation with failures that must not be (a fence, a refusal) has its own loop.
+async fn retrying<T, E, F, Fut>(
+    what: &str,
+    retry_for: Duration,
+    pause: Duration,
+    mut op: F,
+) -> Result<T, NatsError>
+where
+    E: std::fmt::Display,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
     let started = tokio::time::Instant::now();
     loop {
-        match js.get_or_create_stream(config.clone()).await {
-            Ok(s) => return Ok(s),
-            Err(e) => {
-                if started.elapsed() >= retry_for {
-                    return Err(NatsError::Unavailable {
-                        subject: config.name.clone(),
-                        waited: started.elapsed(),
-                        last: e.to_string(),
-                    });
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
+        match op().await {
+            Ok(t) => return Ok(t),
+            Err(e) if started.elapsed() >= retry_for => {
+                return Err(NatsError::Unavailable {
+                    subject: what.to_string(),
+                    waited: started.elapsed(),
+                    last: e.to_string(),
+                });
             }
+            Err(_) => tokio::time::sleep(pause).await,
         }
     }
 }

@@ -26,7 +26,7 @@ use async_nats::jetstream::{self, kv, stream};
 use bytes::Bytes;
 
 use super::sequencer::{Sequencer, read_sequenced, valid_token};
-use super::{NatsError, StoredMessage, headers, publish};
+use super::{NatsError, StoredMessage, ensure_bucket, headers, publish, retrying};
 pub use crate::runtime::smr::StateMachine;
 
 /// Header: the component that produced an output.
@@ -148,59 +148,14 @@ fn chain(digest: u64, position: u64, index: u32, payload: &[u8]) -> u64 {
     h
 }
 
-async fn ensure_bucket(
-    js: &jetstream::Context,
-    bucket: &str,
-    replicas: usize,
-    retry_for: Duration,
-) -> Result<kv::Store, NatsError> {
-    let started = tokio::time::Instant::now();
-    loop {
-        let got = match js.get_key_value(bucket).await {
-            Ok(s) => Ok(s),
-            Err(_) => js
-                .create_key_value(kv::Config {
-                    bucket: bucket.to_string(),
-                    history: 1,
-                    num_replicas: replicas,
-                    ..Default::default()
-                })
-                .await
-                .map_err(|e| e.to_string()),
-        };
-        match got {
-            Ok(s) => return Ok(s),
-            Err(last) if started.elapsed() >= retry_for => {
-                return Err(NatsError::Unavailable {
-                    subject: bucket.to_string(),
-                    waited: started.elapsed(),
-                    last,
-                });
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
-}
-
 async fn kv_entry(
     kv: &kv::Store,
     key: &str,
     retry_for: Duration,
 ) -> Result<Option<kv::Entry>, NatsError> {
-    let started = tokio::time::Instant::now();
-    loop {
-        match kv.entry(key).await {
-            Ok(e) => return Ok(e.filter(|e| e.operation == kv::Operation::Put)),
-            Err(e) if started.elapsed() >= retry_for => {
-                return Err(NatsError::Unavailable {
-                    subject: key.to_string(),
-                    waited: started.elapsed(),
-                    last: e.to_string(),
-                });
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
+    retrying(key, retry_for, Duration::from_millis(100), || kv.entry(key))
+        .await
+        .map(|e| e.filter(|e| e.operation == kv::Operation::Put))
 }
 
 impl<M: StateMachine> Replica<M> {
@@ -325,20 +280,13 @@ impl<M: StateMachine> Replica<M> {
             state: self.machine.snapshot(),
         }
         .encode();
-        let started = tokio::time::Instant::now();
-        loop {
-            match self.kv.put(&self.config.replica, value.clone()).await {
-                Ok(_) => break,
-                Err(e) if started.elapsed() >= self.config.retry_for => {
-                    return Err(NatsError::Unavailable {
-                        subject: self.config.checkpoints.clone(),
-                        waited: started.elapsed(),
-                        last: e.to_string(),
-                    });
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
+        retrying(
+            &self.config.checkpoints,
+            self.config.retry_for,
+            Duration::from_millis(100),
+            || self.kv.put(&self.config.replica, value.clone()),
+        )
+        .await?;
         self.since_checkpoint = 0;
         Ok(())
     }

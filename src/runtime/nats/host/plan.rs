@@ -117,8 +117,14 @@ mod tests {
     }
 
     /// What a host with the default configuration opens besides the mechanism, for instances
-    /// `0..n` of every component of `p`.
-    fn opened(p: &PlanFile, components: &[&str], instances: &[&str]) -> Vec<Object> {
+    /// `0..n` of every component of `p`; an instance of a component in `keyed` reads with its
+    /// own name as its input key.
+    fn opened(
+        p: &PlanFile,
+        components: &[&str],
+        instances: &[&str],
+        keyed: &[&str],
+    ) -> Vec<Object> {
         let d = deploy::derive(p, 1).unwrap();
         let mut out = Vec::new();
         for c in components {
@@ -126,6 +132,9 @@ mod tests {
             for (n, i) in instances.iter().enumerate() {
                 let mut config = HostConfig::new(c, i);
                 config.replicas = 1;
+                if keyed.contains(c) {
+                    config.input_key = Some(i.to_string());
+                }
                 let (stream, consumer) = input_objects(&d, &channel, &config);
                 if n == 0 {
                     out.extend(stream.map(Object::Stream));
@@ -146,16 +155,24 @@ mod tests {
         );
         let components = ["Split", "Count", "Rank", "Report", "Commit"];
         let names: Vec<String> = components.iter().map(|c| c.to_string()).collect();
-        let listed = |instances: usize| -> Vec<Object> {
-            let d =
-                deploy::with_hosts(&p, deploy::derive(&p, 1).unwrap(), &names, instances).unwrap();
+        let listed_routed = |instances: usize, routed: &[&str]| -> Vec<Object> {
+            let routed: Vec<String> = routed.iter().map(|c| c.to_string()).collect();
+            let d = deploy::with_hosts(
+                &p,
+                deploy::derive(&p, 1).unwrap(),
+                &names,
+                instances,
+                &routed,
+            )
+            .unwrap();
             d.hosted
                 .iter()
                 .flat_map(|h| h.objects.iter().map(|(_, o)| o.clone()))
                 .collect()
         };
-        assert_eq!(opened(&p, &components, &["0"]), listed(1));
-        assert_eq!(opened(&p, &components, &["0", "1", "2"]), listed(3));
+        let listed = |instances: usize| listed_routed(instances, &[]);
+        assert_eq!(opened(&p, &components, &["0"], &[]), listed(1));
+        assert_eq!(opened(&p, &components, &["0", "1", "2"], &[]), listed(3));
         assert_eq!(
             listed(1).len(),
             5,
@@ -163,13 +180,33 @@ mod tests {
         );
         // Negative control: an instance named otherwise than deploy numbers them opens a
         // consumer deploy does not list.
-        assert_ne!(opened(&p, &components, &["a"]), listed(1));
-        // A key-routed reader reads other subjects than the listed consumer.
+        assert_ne!(opened(&p, &components, &["a"], &[]), listed(1));
+
+        // Key-routed readers (instance i reads key i, as the word count's splitters do) open
+        // what deploy lists for components routed by instance.
+        let three = ["0", "1", "2"];
+        assert_eq!(
+            opened(&p, &components, &three, &["Split", "Commit"]),
+            listed_routed(3, &["Split", "Commit"])
+        );
+        assert_eq!(
+            opened(&p, &components, &three, &["Split"]),
+            listed_routed(3, &["Split"])
+        );
+        // Negative controls: the listing without the option is not what keyed hosts open (their
+        // consumers filter on their key), nor is the keyed listing what unkeyed hosts open.
+        assert_ne!(opened(&p, &components, &three, &["Split"]), listed(3));
+        assert_ne!(
+            opened(&p, &components, &three, &[]),
+            listed_routed(3, &["Split"])
+        );
         let d = deploy::derive(&p, 1).unwrap();
         let mut keyed = HostConfig::new("Commit", "0");
         keyed.input_key = Some("0".into());
         let channel = channel_of(&p, &d, "Commit").unwrap();
         let (_, consumer) = input_objects(&d, &channel, &keyed);
-        assert!(!listed(1).contains(&Object::Consumer(consumer.unwrap())));
+        let consumer = Object::Consumer(consumer.unwrap());
+        assert!(!listed(1).contains(&consumer));
+        assert!(listed_routed(1, &["Commit"]).contains(&consumer));
     }
 }
