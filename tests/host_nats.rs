@@ -361,3 +361,72 @@ async fn an_input_held_longer_than_the_ack_wait_is_not_redelivered_and_without_r
         "without renewal the server hands the held input out again"
     );
 }
+
+/// What a keyed host reads within `quiet` of its last input: (partition, key, payload) in order.
+async fn keyed_inputs(host: &Host, quiet: Duration) -> Vec<(u32, String, Bytes)> {
+    let mut out = Vec::new();
+    while let Ok(d) = tokio::time::timeout(quiet, host.next()).await {
+        let d = d.unwrap();
+        match &d.input {
+            Input::Keyed {
+                partition,
+                key,
+                payload,
+            } => out.push((*partition, key.clone(), payload.clone())),
+            other => panic!("expected a keyed input, got {other:?}"),
+        }
+        host.done(&d).await.unwrap();
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keyed_replicas_each_read_every_partition_in_one_order_and_leased_instances_do_not() {
+    let Some((_cluster, js)) = server().await else {
+        return;
+    };
+    let p = plan(r#"{"kind": "keyed-order", "component": "Report", "key": ["id"]}"#);
+    let keyed = |instance: &str, replica: bool| {
+        let mut c = config("Report", instance);
+        c.partitions = 4;
+        c.keyed_replica = replica;
+        c
+    };
+    let mut src = config("Src", "0");
+    src.partitions = 4;
+    let out = Host::open(js.clone(), &p, src)
+        .await
+        .unwrap()
+        .outputs("Report")
+        .await
+        .unwrap();
+    // Twelve inputs over six keys, which fall in more than one of the four partitions.
+    let keys: Vec<String> = (0..6).map(|k| format!("ad-{k}")).collect();
+    for i in 0..12u32 {
+        let key = &keys[i as usize % keys.len()];
+        out.publish(1, i, key, Bytes::from(i.to_string()))
+            .await
+            .unwrap();
+    }
+    let published: Vec<Bytes> = (0..12u32).map(|i| Bytes::from(i.to_string())).collect();
+    let quiet = Duration::from_secs(2);
+    let a = Host::open(js.clone(), &p, keyed("0", true)).await.unwrap();
+    let b = Host::open(js.clone(), &p, keyed("1", true)).await.unwrap();
+    let (seen_a, seen_b) = (keyed_inputs(&a, quiet).await, keyed_inputs(&b, quiet).await);
+    let payloads = |seen: &[(u32, String, Bytes)]| -> Vec<Bytes> {
+        seen.iter().map(|(_, _, p)| p.clone()).collect()
+    };
+    assert_eq!(payloads(&seen_a), published, "every input, in publish order");
+    assert_eq!(seen_a, seen_b, "both replicas read the same inputs in one order");
+    let partitions: std::collections::BTreeSet<u32> = seen_a.iter().map(|s| s.0).collect();
+    assert!(partitions.len() > 1, "the keys span partitions: {partitions:?}");
+    // Negative control: the same instances without `keyed_replica` each lease one partition and
+    // read only its inputs.
+    let c = Host::open(js.clone(), &p, keyed("2", false)).await.unwrap();
+    let seen_c = keyed_inputs(&c, quiet).await;
+    assert!(!seen_c.is_empty());
+    assert!(
+        seen_c.len() < published.len() && seen_c.iter().all(|s| s.0 == seen_c[0].0),
+        "a leased instance reads one partition: {seen_c:?}"
+    );
+}
