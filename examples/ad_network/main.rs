@@ -219,26 +219,21 @@ fn main() -> ExitCode {
                 index,
                 plan,
                 setup,
-            } => {
-                role(|| async move {
-                    adserver(Role::connect(&nats, &plan, setup).await?, index).await
-                })
-                .await
-            }
+            } => role(|| async move {
+                adserver(Role::connect(&nats, &plan, setup).await?, index).await
+            })
+            .await,
             Cmd::Report {
                 nats,
                 replica,
                 plan,
                 setup,
-            } => {
-                role(|| async move {
-                    report(Role::connect(&nats, &plan, setup).await?, replica).await
-                })
-                .await
-            }
+            } => role(|| async move {
+                report(Role::connect(&nats, &plan, setup).await?, replica).await
+            })
+            .await,
             Cmd::Cache { nats, plan, setup } => {
-                role(|| async move { cache(Role::connect(&nats, &plan, setup).await?).await })
-                    .await
+                role(|| async move { cache(Role::connect(&nats, &plan, setup).await?).await }).await
             }
         }
     })

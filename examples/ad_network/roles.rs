@@ -65,7 +65,12 @@ impl Role {
     }
 
     async fn host(&self, component: &str, instance: u32) -> Result<Host, HostError> {
-        Host::open(self.js.clone(), &self.plan, self.config(component, instance)).await
+        Host::open(
+            self.js.clone(),
+            &self.plan,
+            self.config(component, instance),
+        )
+        .await
     }
 
     /// Subscribes to the driver's start signal, says `ready`, and waits for the signal.
