@@ -6,9 +6,10 @@
 //! and spawns three report replicas, a cache and three ad servers as separate processes. Under
 //! `CI=true` a missing nats-server fails; outside CI the tests skip with a notice.
 //!
-//! Why the negative controls disagree reliably: without the plan's mechanism, a replica has two
-//! inputs on two paths, the click stream through its own JetStream consumer and the requests on
-//! a plain subject, and nothing orders one against the other. The ad servers emit about three
+//! Every role is hosted by the component host on the query's plan, so the deployments differ
+//! by the plan alone. Why the negative controls disagree reliably: without the plan's mechanism,
+//! a replica has two inputs on two paths, Report's plain click stream through its own durable
+//! consumer and the requests on a plain subject, and nothing orders one against the other. The ad servers emit about three
 //! clicks a millisecond for 1.5 s, and the cache sends its 40 requests inside that window,
 //! about the ads (POOR) or the campaign (CAMPAIGN) receiving clicks at that moment. A request
 //! reaches the three replicas at about the same instant, but each answers with the clicks its
@@ -156,6 +157,23 @@ fn sealed_campaign_replicas_agree() {
     assert!(
         o.agree && o.differing == 0,
         "with the seal barrier, replicas disagree:\n{}",
+        o.stdout
+    );
+}
+
+/// Each campaign sealed by the one ad server that writes it (which declares it its own): the
+/// replicas agree. Its control is `unsealed_campaign_replicas_disagree` (the same query without
+/// the barrier); that a partition waits for every producer unless declared is tested on the
+/// host (`tests/host_nats.rs`).
+#[test]
+fn independently_sealed_campaign_replicas_agree() {
+    let Some(o) = run("campaign", "independent-seal") else {
+        return;
+    };
+    assert_eq!(o.requests, 40);
+    assert!(
+        o.agree && o.differing == 0,
+        "with independent seals, replicas disagree:\n{}",
         o.stdout
     );
 }

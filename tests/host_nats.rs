@@ -361,3 +361,125 @@ async fn an_input_held_longer_than_the_ack_wait_is_not_redelivered_and_without_r
         "without renewal the server hands the held input out again"
     );
 }
+
+/// What a keyed host reads within `quiet` of its last input: (partition, key, payload) in order.
+async fn keyed_inputs(host: &Host, quiet: Duration) -> Vec<(u32, String, Bytes)> {
+    let mut out = Vec::new();
+    while let Ok(d) = tokio::time::timeout(quiet, host.next()).await {
+        let d = d.unwrap();
+        match &d.input {
+            Input::Keyed {
+                partition,
+                key,
+                payload,
+            } => out.push((*partition, key.clone(), payload.clone())),
+            other => panic!("expected a keyed input, got {other:?}"),
+        }
+        host.done(&d).await.unwrap();
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keyed_replicas_each_read_every_partition_in_one_order_and_leased_instances_do_not() {
+    let Some((_cluster, js)) = server().await else {
+        return;
+    };
+    let p = plan(r#"{"kind": "keyed-order", "component": "Report", "key": ["id"]}"#);
+    let keyed = |instance: &str, replica: bool| {
+        let mut c = config("Report", instance);
+        c.partitions = 4;
+        c.keyed_replica = replica;
+        c
+    };
+    let mut src = config("Src", "0");
+    src.partitions = 4;
+    let out = Host::open(js.clone(), &p, src)
+        .await
+        .unwrap()
+        .outputs("Report")
+        .await
+        .unwrap();
+    // Twelve inputs over six keys, which fall in more than one of the four partitions.
+    let keys: Vec<String> = (0..6).map(|k| format!("ad-{k}")).collect();
+    for i in 0..12u32 {
+        let key = &keys[i as usize % keys.len()];
+        out.publish(1, i, key, Bytes::from(i.to_string()))
+            .await
+            .unwrap();
+    }
+    let published: Vec<Bytes> = (0..12u32).map(|i| Bytes::from(i.to_string())).collect();
+    let quiet = Duration::from_secs(2);
+    let a = Host::open(js.clone(), &p, keyed("0", true)).await.unwrap();
+    let b = Host::open(js.clone(), &p, keyed("1", true)).await.unwrap();
+    let (seen_a, seen_b) = (keyed_inputs(&a, quiet).await, keyed_inputs(&b, quiet).await);
+    let payloads = |seen: &[(u32, String, Bytes)]| -> Vec<Bytes> {
+        seen.iter().map(|(_, _, p)| p.clone()).collect()
+    };
+    assert_eq!(
+        payloads(&seen_a),
+        published,
+        "every input, in publish order"
+    );
+    assert_eq!(
+        seen_a, seen_b,
+        "both replicas read the same inputs in one order"
+    );
+    let partitions: std::collections::BTreeSet<u32> = seen_a.iter().map(|s| s.0).collect();
+    assert!(
+        partitions.len() > 1,
+        "the keys span partitions: {partitions:?}"
+    );
+    // Negative control: the same instances without `keyed_replica` each lease one partition and
+    // read only its inputs.
+    let c = Host::open(js.clone(), &p, keyed("2", false)).await.unwrap();
+    let seen_c = keyed_inputs(&c, quiet).await;
+    assert!(!seen_c.is_empty());
+    assert!(
+        seen_c.len() < published.len() && seen_c.iter().all(|s| s.0 == seen_c[0].0),
+        "a leased instance reads one partition: {seen_c:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_declared_by_its_sole_producer_is_released_by_its_seal_and_others_wait() {
+    let Some((_cluster, js)) = server().await else {
+        return;
+    };
+    let p = plan(
+        r#"{"kind": "add-seal", "source": "src", "key": ["campaign"]},
+           {"kind": "seal-barrier", "component": "Report", "input": "click", "key": ["campaign"], "producers": ["src"]}"#,
+    );
+    let mut report = config("Report", "0");
+    report.seal_producers = vec!["src-0".into(), "src-1".into()];
+    let host = Host::open(js.clone(), &p, report).await.unwrap();
+    let out =
+        blazes::runtime::nats::host::source_outputs(js.clone(), &p, &config("src", "0"), "Report")
+            .await
+            .unwrap();
+    // `c0` is declared as src-0's alone; `c1` is not (the control): both get src-0's one
+    // record and seal, and src-1 never seals either.
+    out.declare_sole_producer("c0").await.unwrap();
+    for partition in ["c0", "c1"] {
+        out.record(partition, 0, Bytes::from(partition))
+            .await
+            .unwrap();
+        out.seal(partition, 1).await.unwrap();
+    }
+    let d = next(&host).await;
+    match &d.input {
+        Input::Released { partition, records } => {
+            assert_eq!(partition, "c0");
+            assert_eq!(records.len(), 1);
+        }
+        other => panic!("expected a release, got {other:?}"),
+    }
+    host.done(&d).await.unwrap();
+    // The undeclared partition waits for src-1's seal.
+    assert!(
+        tokio::time::timeout(Duration::from_secs(2), host.next())
+            .await
+            .is_err(),
+        "c1 must wait for every producer"
+    );
+}

@@ -1,4 +1,4 @@
-//! The driver: a local nats-server, the deployment's engine objects, the roles as processes, the outcome.
+//! The driver: a local nats-server, the plan, the roles as processes, the outcome.
 
 use super::*;
 
@@ -39,14 +39,14 @@ pub(crate) async fn drive(setup: Setup, bench: bool) -> ExitCode {
         }
     };
     let planned = deployment(&setup, dir.path());
-    let (plan, engine) = match planned {
+    let plan = match planned {
         Ok(planned) => planned,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
-    match drive_inner(&setup, plan.as_deref(), &engine, bench).await {
+    match drive_inner(&setup, &plan, bench).await {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
@@ -55,15 +55,12 @@ pub(crate) async fn drive(setup: Setup, bench: bool) -> ExitCode {
     }
 }
 
-/// The plan document of a coordinated deployment (none for `none`, which skips the plan) and
-/// the engine objects it names; a one-sentence error when the plan lacks the mechanism.
-pub(crate) fn deployment(setup: &Setup, dir: &Path) -> Result<(Option<PathBuf>, Engine), String> {
-    let plan = match setup.coordination {
-        Coordination::None => None,
-        _ => Some(plan::plan_document(&plan::spec(setup.query), dir)?),
-    };
-    let engine = plan::engine(setup, plan.as_deref())?;
-    Ok((plan, engine))
+/// The plan document of the deployment, checked as the roles will read it; a one-sentence
+/// error when the plan lacks the mechanism the coordination needs.
+pub(crate) fn deployment(setup: &Setup, dir: &Path) -> Result<PathBuf, String> {
+    let plan = plan::plan_document(&plan::spec(setup.query), dir)?;
+    plan::deployed(setup, &plan)?;
+    Ok(plan)
 }
 
 /// The role arguments every spawned process gets.
@@ -92,8 +89,7 @@ pub(crate) fn role_args(setup: &Setup) -> Vec<String> {
 
 pub(crate) async fn drive_inner(
     setup: &Setup,
-    plan: Option<&Path>,
-    engine: &Engine,
+    plan: &Path,
     bench: bool,
 ) -> Result<ExitCode, Failure> {
     let Some(cluster) = support_nats::Cluster::start(1, "").await else {
@@ -103,32 +99,7 @@ pub(crate) async fn drive_inner(
     let js = jetstream::new(client.clone());
     cluster.wait_ready(&js, 1).await;
     let url = cluster.urls_arg();
-    // The deployment's engine objects, created once before any role starts.
-    match setup.coordination {
-        Coordination::None => {
-            js.get_or_create_stream(jetstream::stream::Config {
-                name: CLICKS_STREAM.into(),
-                subjects: vec!["adnet.clicks.*".into()],
-                ..Default::default()
-            })
-            .await?;
-        }
-        Coordination::Ordered => {
-            Keyed::open(js.clone(), engine.keyed_config()?).await?;
-        }
-        Coordination::Sealed | Coordination::IndependentSeal => {
-            let barrier = SealBarrier::open(js.clone(), engine.barrier_config(setup)?).await?;
-            if setup.coordination == Coordination::IndependentSeal {
-                // Each campaign waits for its one ad server only.
-                for s in 0..setup.producers {
-                    for b in 0..CAMPAIGNS_PER_PRODUCER {
-                        let campaign = format!("c{}", s * CAMPAIGNS_PER_PRODUCER + b);
-                        barrier.declare(&campaign, &[&Setup::adserver(s)]).await?;
-                    }
-                }
-            }
-        }
-    }
+    // Each role's host opens (creating if needed) the engine objects of its plan.
     let exe = std::env::current_exe()?;
     let spawn = |role: &str, extra: Vec<String>| {
         let mut command = Command::new(&exe);
@@ -136,10 +107,9 @@ pub(crate) async fn drive_inner(
             .arg(role)
             .args(["--nats", url.as_str()])
             .args(extra)
-            .args(role_args(setup));
-        if let Some(plan) = plan {
-            command.arg("--plan").arg(plan);
-        }
+            .args(role_args(setup))
+            .arg("--plan")
+            .arg(plan);
         (role.to_string(), support_nats::Proc::spawn(command))
     };
     let mut procs = Vec::new();

@@ -9,31 +9,34 @@
 //! ```
 //!
 //! `run` and `bench` are drivers: they start a one-node nats-server (`$BLAZES_NATS_SERVER`, else
-//! `nats-server` on `PATH`; `scripts/nats-server-path` installs the pinned one), create the
-//! engine objects of the deployment and spawn this binary once per role (`adserver`, `report`,
-//! `cache`). Deployments (`--coordination`):
+//! `nats-server` on `PATH`; `scripts/nats-server-path` installs the pinned one), plan the
+//! query's spec `specs/ad-<query>.yaml` with the CLI itself (`ad_network plan ...` is `blazes
+//! plan ...`) and spawn this binary once per role (`adserver`, `report`, `cache`). Every role
+//! is hosted by the component host on that plan: the ad servers are instances of the spec's
+//! source `adservers` publishing into Report, each report server an instance of `Report`
+//! answering into `Cache`, the cache the one instance of `Cache`. The host opens whatever the
+//! plan puts on Report's inputs, so the deployments (`--coordination`) differ by the plan alone:
 //!
-//! - `none`: clicks go to a plain stream that every replica reads with its own consumer;
-//!   requests reach the replicas on a separate subject. Each replica answers from whatever its
-//!   consumer has delivered when the request arrives.
-//! - `ordered`: the plan of the query's spec (`specs/ad-poor.yaml` for POOR: keyed order on
-//!   `Report` by `id`): clicks and requests are appended to the plan's keyed stream (named by
-//!   `runtime::deploy`, as `blazes deploy` creates it), partitioned by ad id, and every replica
-//!   applies that stream in its order.
+//! - `none`: the spec without its mechanisms: clicks go to Report's plain stream, which every
+//!   replica reads with its own durable consumer; the requests reach the replicas on the
+//!   cache's subject. Each replica answers from whatever its consumer has delivered when the
+//!   request arrives.
+//! - `ordered`: the plan of `specs/ad-poor.yaml` (keyed order on `Report` by `id`): clicks and
+//!   requests are appended to the keyed order, partitioned by ad id, and every replica reads
+//!   every partition in the keyed stream's order (`HostConfig::keyed_replica`).
 //! - `sealed`: the plan of `specs/ad-campaign.yaml` (or `ad-window.yaml`): clicks go through the
 //!   plan's seal barrier on `Report.click`, partitioned by campaign (window); every ad server
 //!   seals each partition after its last click in it, and a replica answers a request about a
-//!   partition once the barrier has released it. No global order.
-//! - `independent-seal`: as `sealed`, but each campaign's clicks come from one ad server, whose
-//!   seal alone releases the partition.
+//!   partition once the barrier has released it to it. No global order.
+//! - `independent-seal`: as `sealed`, but each campaign's clicks come from one ad server, which
+//!   declares the campaign its own (`Outputs::declare_sole_producer`): its seal alone releases
+//!   the partition.
 //!
-//! The coordinated deployments plan `specs/ad-<query>.yaml` with the CLI itself (`ad_network
-//! plan ...` is `blazes plan ...`) and fail with exit 2 when the plan lacks the mechanism they
-//! need (the plans of THRESH, CAMPAIGN and WINDOW have no order, POOR's no seal barrier).
-//! `none` skips the plan.
+//! The coordinated deployments fail with exit 2 when the plan lacks the mechanism they need
+//! (the plans of THRESH, CAMPAIGN and WINDOW have no order, POOR's no seal barrier).
 //!
 //! The modules follow the jobs: [`workload`] is what every role computes alike from the
-//! arguments, [`plan`] the engine objects of the plan, [`roles`] the processes' logic,
+//! arguments, [`plan`] the plan the roles are hosted by, [`roles`] the processes' logic,
 //! [`driver`] starts a server and the roles and prints the outcome, [`bench`] measures one
 //! deployment's completion time.
 
@@ -50,17 +53,14 @@ use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use blazes::runtime::nats::async_nats::{self, jetstream};
-use blazes::runtime::nats::barrier::{BarrierConfig, BarrierEvent, BarrierProducer, SealBarrier};
-use blazes::runtime::nats::session::{Keyed, KeyedConfig};
 use bytes::Bytes;
 use clap::{Parser, Subcommand, ValueEnum};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 
 use driver::drive;
-use plan::Engine;
-use roles::{adserver, cache, report, role};
-use workload::{CacheReport, Click, Input, Request, Response, Setup};
+use roles::{Role, adserver, cache, report, role};
+use workload::{CacheReport, Click, ReportInput, Request, Response, Setup};
 
 #[path = "../../tests/support_nats/mod.rs"]
 mod support_nats;
@@ -70,11 +70,13 @@ mod support_nats;
 const CAMPAIGNS_PER_PRODUCER: u32 = 2;
 /// Time windows of the WINDOW query; every ad server walks through them in order.
 const WINDOWS: u32 = 4;
-/// The plain click stream of the uncoordinated deployment.
-const CLICKS_STREAM: &str = "adnet-clicks";
+/// The spec's source of clicks, Report's instances and the cache's component.
+const ADSERVERS: &str = "adservers";
+const REPORT: &str = "Report";
+const CACHE: &str = "Cache";
 const GO: &str = "adnet.go";
+/// The cache's requests where the plan leaves them unordered against the clicks.
 const REQUESTS: &str = "adnet.requests";
-const RESPONSES: &str = "adnet.responses";
 /// Publishes an ad server keeps outstanding.
 const IN_FLIGHT: usize = 256;
 /// Keyed partitions of the ordered deployment.
@@ -110,9 +112,9 @@ enum Cmd {
         nats: String,
         #[arg(long)]
         index: u32,
-        /// The plan document of the coordinated deployments.
+        /// The plan document the role is hosted by.
         #[arg(long)]
-        plan: Option<PathBuf>,
+        plan: PathBuf,
         #[command(flatten)]
         setup: Setup,
     },
@@ -122,9 +124,9 @@ enum Cmd {
         nats: String,
         #[arg(long)]
         replica: u32,
-        /// The plan document of the coordinated deployments.
+        /// The plan document the role is hosted by.
         #[arg(long)]
-        plan: Option<PathBuf>,
+        plan: PathBuf,
         #[command(flatten)]
         setup: Setup,
     },
@@ -132,9 +134,9 @@ enum Cmd {
     Cache {
         #[arg(long)]
         nats: String,
-        /// The plan document of the coordinated deployments.
+        /// The plan document the role is hosted by.
         #[arg(long)]
-        plan: Option<PathBuf>,
+        plan: PathBuf,
         #[command(flatten)]
         setup: Setup,
     },
@@ -217,25 +219,21 @@ fn main() -> ExitCode {
                 index,
                 plan,
                 setup,
-            } => {
-                role(&setup, plan, |engine| {
-                    adserver(&nats, index, &setup, engine)
-                })
-                .await
-            }
+            } => role(|| async move {
+                adserver(Role::connect(&nats, &plan, setup).await?, index).await
+            })
+            .await,
             Cmd::Report {
                 nats,
                 replica,
                 plan,
                 setup,
-            } => {
-                role(&setup, plan, |engine| {
-                    report(&nats, replica, &setup, engine)
-                })
-                .await
-            }
+            } => role(|| async move {
+                report(Role::connect(&nats, &plan, setup).await?, replica).await
+            })
+            .await,
             Cmd::Cache { nats, plan, setup } => {
-                role(&setup, plan, |engine| cache(&nats, &setup, engine)).await
+                role(|| async move { cache(Role::connect(&nats, &plan, setup).await?).await }).await
             }
         }
     })

@@ -1,20 +1,23 @@
-//! The roles: one ad server, one report server replica, the cache; each a process the driver spawns.
+//! The roles: one ad server, one report server replica, the cache; each a process the driver
+//! spawns. A role's logic reads its inputs and publishes its outputs through the component host
+//! (`blazes::runtime::nats::host`), which opens whatever the plan puts on Report's inputs; no
+//! role names an engine object.
+
+use blazes::runtime::deploy::PlanFile;
+use blazes::runtime::nats::host::{
+    Channel, Delivery, Host, HostConfig, HostError, Input, Outputs, source_outputs,
+};
+use tokio::sync::mpsc;
 
 use super::*;
 
 /// A role's exit: a failure is one line on stderr and exit 1 (the driver reports it).
-/// A role's exit: the engine objects of its deployment from the plan, then its logic; a
-/// failure is one line on stderr and exit 1 (the driver reports it).
-pub(crate) async fn role<F, Fut>(setup: &Setup, plan: Option<PathBuf>, run: F) -> ExitCode
+pub(crate) async fn role<F, Fut>(run: F) -> ExitCode
 where
-    F: FnOnce(Engine) -> Fut,
+    F: FnOnce() -> Fut,
     Fut: std::future::Future<Output = Result<(), Failure>>,
 {
-    let result = match plan::engine(setup, plan.as_deref()) {
-        Ok(engine) => run(engine).await,
-        Err(e) => Err(e.into()),
-    };
-    match result {
+    match run().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -23,51 +26,97 @@ where
     }
 }
 
-pub(crate) async fn connect(
-    url: &str,
-) -> Result<(async_nats::Client, jetstream::Context), Failure> {
-    let client = async_nats::connect(url).await?;
-    let js = jetstream::new(client.clone());
-    Ok((client, js))
+/// What every role has: the connection, the plan it is deployed by, the workload.
+pub(crate) struct Role {
+    client: async_nats::Client,
+    js: jetstream::Context,
+    plan: PlanFile,
+    setup: Setup,
 }
 
-/// Subscribes to the driver's start signal, then says `ready`.
-pub(crate) async fn ready(client: &async_nats::Client) -> Result<async_nats::Subscriber, Failure> {
-    let go = client.subscribe(GO).await?;
-    client.flush().await?;
-    say("ready");
-    Ok(go)
+impl Role {
+    pub(crate) async fn connect(url: &str, plan: &Path, setup: Setup) -> Result<Role, Failure> {
+        let client = async_nats::connect(url).await?;
+        let js = jetstream::new(client.clone());
+        Ok(Role {
+            client,
+            js,
+            plan: plan::deployed(&setup, plan)?,
+            setup,
+        })
+    }
+
+    /// Instance `instance` of `component`, on the driver's one-node server.
+    fn config(&self, component: &str, instance: u32) -> HostConfig {
+        let mut c = HostConfig::new(component, &instance.to_string());
+        c.replicas = 1;
+        c.partitions = PARTITIONS;
+        // Every report replica applies every input of the keyed order, in one order.
+        c.keyed_replica = true;
+        // The barrier waits for every ad server (a partition one ad server declared its own
+        // waits for that one alone).
+        c.seal_producers = (0..self.setup.producers).map(Setup::adserver).collect();
+        // Replica 0 runs the barrier's releases; every replica receives them. More instances
+        // are safe, but one reading a partition's records that another has just purged after
+        // releasing it waits out the runtime's 5 s read timeout, which would swamp the
+        // measurement.
+        c.release_barrier = instance == 0;
+        c
+    }
+
+    async fn host(&self, component: &str, instance: u32) -> Result<Host, HostError> {
+        Host::open(
+            self.js.clone(),
+            &self.plan,
+            self.config(component, instance),
+        )
+        .await
+    }
+
+    /// Subscribes to the driver's start signal, says `ready`, and waits for the signal.
+    async fn ready_and_go(&self) -> Result<(), Failure> {
+        let mut go = self.client.subscribe(GO).await?;
+        self.client.flush().await?;
+        say("ready");
+        go.next().await;
+        Ok(())
+    }
 }
 
-pub(crate) async fn adserver(
-    url: &str,
-    s: u32,
-    setup: &Setup,
-    engine: Engine,
-) -> Result<(), Failure> {
-    let (client, js) = connect(url).await?;
-    let me = Setup::adserver(s);
-    let keyed = match setup.coordination {
-        Coordination::Ordered => Some(Keyed::open(js.clone(), engine.keyed_config()?).await?),
-        _ => None,
-    };
-    let barrier = match setup.coordination {
-        Coordination::Sealed | Coordination::IndependentSeal => Some(BarrierProducer::new(
-            js.clone(),
-            &engine.barrier_config(setup)?,
-            &me,
-        )),
-        _ => None,
-    };
-    let mut go = ready(&client).await?;
-    go.next().await;
+/// The host's inputs, read by a task of their own: `Host::next` is not cancel-safe, and the
+/// roles wait for their inputs and for requests or ticks at once.
+fn inputs(host: &Host) -> mpsc::Receiver<Result<Delivery, HostError>> {
+    let (tx, rx) = mpsc::channel(1024);
+    let host = host.clone();
+    tokio::spawn(async move {
+        loop {
+            let d = host.next().await;
+            let failed = d.is_err();
+            if tx.send(d).await.is_err() || failed {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+pub(crate) async fn adserver(role: Role, s: u32) -> Result<(), Failure> {
+    let setup = &role.setup;
+    let out = source_outputs(
+        role.js.clone(),
+        &role.plan,
+        &role.config(ADSERVERS, s),
+        REPORT,
+    )
+    .await?;
+    role.ready_and_go().await?;
     let started = Instant::now();
     // Every deployment keeps up to IN_FLIGHT publishes outstanding (each a task, so that a
     // paced server's clicks leave when they are due), so that the deployments differ by their
     // mechanism rather than by how the ad servers use the connection.
-    let mut in_flight: Vec<tokio::task::JoinHandle<Result<(), Failure>>> = Vec::new();
+    let mut in_flight: Vec<tokio::task::JoinHandle<Result<(), HostError>>> = Vec::new();
     async fn drain(
-        in_flight: &mut Vec<tokio::task::JoinHandle<Result<(), Failure>>>,
+        in_flight: &mut Vec<tokio::task::JoinHandle<Result<(), HostError>>>,
     ) -> Result<(), Failure> {
         for task in in_flight.drain(..) {
             task.await??;
@@ -88,44 +137,43 @@ pub(crate) async fn adserver(
             }
         }
         let c = setup.click(s, k);
-        let payload = Bytes::from(serde_json::to_vec(&c)?);
-        match setup.coordination {
-            Coordination::None => {
-                let js = js.clone();
-                let subject = format!("adnet.clicks.{s}");
+        match out.channel() {
+            Channel::Plain { .. } | Channel::Keyed { .. } => {
+                // A keyed order partitions by ad; a plain stream takes the clicks as they come.
+                let key = match out.channel() {
+                    Channel::Keyed { .. } => c.id.to_string(),
+                    _ => String::new(),
+                };
+                let input = Bytes::from(serde_json::to_vec(&ReportInput::Click(c))?);
+                let out = out.clone();
                 in_flight.push(tokio::spawn(async move {
-                    js.publish(subject, payload).await?.await?;
-                    Ok(())
+                    out.publish(u64::from(k), 0, &key, input).await
                 }));
             }
-            Coordination::Ordered => {
-                let input = Bytes::from(serde_json::to_vec(&Input::Click(c.clone()))?);
-                let keyed = keyed.clone().expect("opened for ordered");
-                in_flight.push(tokio::spawn(async move {
-                    keyed
-                        .publish(&c.id.to_string(), &format!("click-{s}-{k}"), input)
-                        .await?;
-                    Ok(())
-                }));
-            }
-            Coordination::Sealed | Coordination::IndependentSeal => {
-                let producer = barrier.clone().expect("opened for sealed");
+            Channel::Barrier { .. } => {
                 let partition = setup.partition(&c);
                 let index = counts.entry(partition.clone()).or_insert(0);
+                if *index == 0 && setup.coordination == Coordination::IndependentSeal {
+                    // This ad server's campaigns are its own: their seal is its alone.
+                    out.declare_sole_producer(&partition).await?;
+                }
                 let (p, i) = (partition.clone(), *index);
-                in_flight.push(tokio::spawn(async move {
-                    producer.record(&p, i, payload).await?;
-                    Ok(())
-                }));
+                let payload = Bytes::from(serde_json::to_vec(&c)?);
+                let records = out.clone();
+                in_flight.push(tokio::spawn(
+                    async move { records.record(&p, i, payload).await },
+                ));
                 *index += 1;
                 // Partitions are walked in blocks: seal one once this server has left it, after
                 // its records are acknowledged (a seal counts stored records).
                 let next = (k + 1 < setup.clicks).then(|| setup.partition(&setup.click(s, k + 1)));
                 if next.as_deref() != Some(partition.as_str()) {
                     drain(&mut in_flight).await?;
-                    let producer = barrier.as_ref().expect("opened for sealed");
-                    producer.seal(&partition, counts[&partition]).await?;
+                    out.seal(&partition, counts[&partition]).await?;
                 }
+            }
+            Channel::Sequence { .. } => {
+                return Err("the ad network's plans give Report no global order".into());
             }
         }
         if in_flight.len() >= IN_FLIGHT {
@@ -133,9 +181,9 @@ pub(crate) async fn adserver(
         }
     }
     drain(&mut in_flight).await?;
-    client.flush().await?;
     eprintln!(
-        "{me}: {} clicks in {:.2} s",
+        "{}: {} clicks in {:.2} s",
+        Setup::adserver(s),
         setup.clicks,
         started.elapsed().as_secs_f64()
     );
@@ -203,12 +251,9 @@ impl ReportState {
         }
     }
 
-    async fn respond(
-        &mut self,
-        client: &async_nats::Client,
-        setup: &Setup,
-        r: Request,
-    ) -> Result<(), Failure> {
+    /// Answers `r` into the cache's input (its output id is the request's number: an answer
+    /// given again lands once), or keeps it for later.
+    async fn respond(&mut self, out: &Outputs, setup: &Setup, r: Request) -> Result<(), Failure> {
         match self.answer(setup, &r) {
             Some(answer) => {
                 let response = Response {
@@ -216,9 +261,8 @@ impl ReportState {
                     q: r.q,
                     answer,
                 };
-                client
-                    .publish(RESPONSES, serde_json::to_vec(&response)?.into())
-                    .await?;
+                let payload = Bytes::from(serde_json::to_vec(&response)?);
+                out.publish(u64::from(r.q), 0, "", payload).await?;
                 self.answered += 1;
             }
             None => self.pending.push(r),
@@ -227,13 +271,9 @@ impl ReportState {
     }
 
     /// Answers the waiting requests that can be answered now.
-    async fn retry_pending(
-        &mut self,
-        client: &async_nats::Client,
-        setup: &Setup,
-    ) -> Result<(), Failure> {
+    async fn retry_pending(&mut self, out: &Outputs, setup: &Setup) -> Result<(), Failure> {
         for r in std::mem::take(&mut self.pending) {
-            self.respond(client, setup, r).await?;
+            self.respond(out, setup, r).await?;
         }
         Ok(())
     }
@@ -243,13 +283,16 @@ impl ReportState {
     }
 }
 
-pub(crate) async fn report(
-    url: &str,
-    replica: u32,
-    setup: &Setup,
-    engine: Engine,
-) -> Result<(), Failure> {
-    let (client, js) = connect(url).await?;
+pub(crate) async fn report(role: Role, replica: u32) -> Result<(), Failure> {
+    let setup = &role.setup;
+    let host = role.host(REPORT, replica).await?;
+    let out = host.outputs(CACHE).await?;
+    // A keyed order carries the requests with the clicks, in one order. Otherwise the plan
+    // leaves the requests unordered against the clicks, and they arrive on the cache's subject.
+    let mut requests = match host.channel() {
+        Channel::Keyed { .. } => None,
+        _ => Some(role.client.subscribe(REQUESTS).await?),
+    };
     let mut state = ReportState {
         replica,
         by_id: BTreeMap::new(),
@@ -259,116 +302,52 @@ pub(crate) async fn report(
         pending: Vec::new(),
         released: Default::default(),
     };
-    let started;
-    match setup.coordination {
-        Coordination::None => {
-            // Two inputs on two paths: the click stream through this replica's own consumer,
-            // the requests on a subject. Nothing orders one against the other.
-            let stream = js.get_stream(CLICKS_STREAM).await?;
-            let consumer = stream
-                .create_consumer(jetstream::consumer::pull::OrderedConfig {
-                    filter_subject: "adnet.clicks.*".into(),
-                    ..Default::default()
-                })
-                .await?;
-            let mut clicks = consumer.messages().await?;
-            let mut requests = client.subscribe(REQUESTS).await?;
-            let mut go = ready(&client).await?;
-            go.next().await;
-            started = Instant::now();
-            while !state.finished(setup) {
-                tokio::select! {
-                    biased;
-                    Some(m) = requests.next() => {
-                        let r: Request = serde_json::from_slice(&m.payload)?;
-                        state.respond(&client, setup, r).await?;
-                    }
-                    Some(m) = clicks.next() => {
-                        let c: Click = serde_json::from_slice(&m?.payload)?;
-                        state.apply(setup, &c);
-                        if !state.pending.is_empty() {
-                            state.retry_pending(&client, setup).await?;
-                        }
-                    }
-                }
+    let mut delivered = inputs(&host);
+    role.ready_and_go().await?;
+    let started = Instant::now();
+    while !state.finished(setup) {
+        let next_request = async {
+            match requests.as_mut() {
+                Some(r) => r.next().await,
+                None => std::future::pending().await,
             }
-        }
-        Coordination::Ordered => {
-            // The plan's keyed order: clicks and requests of one ad are in one partition's
-            // order, which every replica reads from the same stream.
-            let config = engine.keyed_config()?;
-            let filter_subject = format!("{}.in.*", config.name);
-            let keyed = Keyed::open(js.clone(), config).await?;
-            let consumer = keyed
-                .stream()
-                .create_consumer(jetstream::consumer::pull::OrderedConfig {
-                    filter_subject,
-                    ..Default::default()
-                })
-                .await?;
-            let mut inputs = consumer.messages().await?;
-            let mut go = ready(&client).await?;
-            go.next().await;
-            started = Instant::now();
-            while !state.finished(setup) {
-                let Some(m) = inputs.next().await else {
-                    return Err("the keyed stream's consumer ended".into());
-                };
-                match serde_json::from_slice::<Input>(&m?.payload)? {
-                    Input::Click(c) => {
-                        state.apply(setup, &c);
-                        if !state.pending.is_empty() {
-                            state.retry_pending(&client, setup).await?;
-                        }
-                    }
-                    Input::Request(r) => state.respond(&client, setup, r).await?,
-                }
+        };
+        tokio::select! {
+            biased;
+            Some(m) = next_request => {
+                let r: Request = serde_json::from_slice(&m.payload)?;
+                state.respond(&out, setup, r).await?;
             }
-        }
-        Coordination::Sealed | Coordination::IndependentSeal => {
-            // Replica 0 runs the barrier instance; every replica applies its releases, which
-            // the server stores once per partition. More instances are safe, but an instance
-            // reading a partition's records that another one has just purged after releasing
-            // it waits out the runtime's 5 s read timeout, which would swamp the measurement.
-            let mut barrier = SealBarrier::open(js.clone(), engine.barrier_config(setup)?).await?;
-            let runs_barrier = replica == 0;
-            let mut requests = client.subscribe(REQUESTS).await?;
-            let mut go = ready(&client).await?;
-            go.next().await;
-            started = Instant::now();
-            let mut from = 1;
-            let mut tick = tokio::time::interval(Duration::from_millis(20));
-            while !state.finished(setup) {
-                tokio::select! {
-                    biased;
-                    Some(m) = requests.next() => {
-                        let r: Request = serde_json::from_slice(&m.payload)?;
-                        state.respond(&client, setup, r).await?;
+            d = delivered.recv() => {
+                let d = d.ok_or("the host stopped reading")??;
+                match &d.input {
+                    Input::Released { partition, records } => {
+                        for record in records {
+                            let c: Click = serde_json::from_slice(&record.payload)?;
+                            state.apply(setup, &c);
+                        }
+                        state.released.insert(partition.clone());
+                        state.retry_pending(&out, setup).await?;
                     }
-                    _ = tick.tick() => {
-                        if runs_barrier {
-                            for event in barrier.poll().await? {
-                                if !matches!(event, BarrierEvent::Released(_)) {
-                                    eprintln!("report-{replica}: barrier: {event:?}");
+                    Input::Keyed { payload, .. } | Input::Message { payload, .. } => {
+                        match serde_json::from_slice::<ReportInput>(payload)? {
+                            ReportInput::Click(c) => {
+                                state.apply(setup, &c);
+                                if !state.pending.is_empty() {
+                                    state.retry_pending(&out, setup).await?;
                                 }
                             }
+                            ReportInput::Request(r) => state.respond(&out, setup, r).await?,
                         }
-                        let releases = barrier.releases(from).await?;
-                        for release in releases {
-                            from = release.sequence + 1;
-                            for record in &release.records {
-                                let c: Click = serde_json::from_slice(&record.payload)?;
-                                state.apply(setup, &c);
-                            }
-                            state.released.insert(release.partition);
-                        }
-                        state.retry_pending(&client, setup).await?;
+                    }
+                    Input::Sequenced(_) => {
+                        return Err("the ad network's plans give Report no global order".into());
                     }
                 }
+                host.done(&d).await?;
             }
         }
     }
-    client.flush().await?;
     eprintln!(
         "report-{replica}: {} clicks, {} answers in {:.2} s",
         state.applied,
@@ -379,15 +358,12 @@ pub(crate) async fn report(
     Ok(())
 }
 
-pub(crate) async fn cache(url: &str, setup: &Setup, engine: Engine) -> Result<(), Failure> {
-    let (client, js) = connect(url).await?;
-    let keyed = match setup.coordination {
-        Coordination::Ordered => Some(Keyed::open(js.clone(), engine.keyed_config()?).await?),
-        _ => None,
-    };
-    let mut responses = client.subscribe(RESPONSES).await?;
-    let mut go = ready(&client).await?;
-    go.next().await;
+pub(crate) async fn cache(role: Role) -> Result<(), Failure> {
+    let setup = &role.setup;
+    let host = role.host(CACHE, 0).await?;
+    let out = host.outputs(REPORT).await?;
+    let mut responses = inputs(&host);
+    role.ready_and_go().await?;
     let mut report = CacheReport {
         answers: BTreeMap::new(),
         served: BTreeMap::new(),
@@ -399,26 +375,32 @@ pub(crate) async fn cache(url: &str, setup: &Setup, engine: Engine) -> Result<()
     while received < expected {
         tokio::select! {
             biased;
-            Some(m) = responses.next() => {
-                let r: Response = serde_json::from_slice(&m.payload)?;
+            d = responses.recv() => {
+                let d = d.ok_or("the host stopped reading")??;
+                let Input::Message { payload, .. } = &d.input else {
+                    return Err("the cache reads a plain stream".into());
+                };
+                let r: Response = serde_json::from_slice(payload)?;
                 report.served.entry(r.q).or_insert(r.replica);
-                report.answers.entry(r.q).or_default().insert(r.replica, r.answer);
-                received += 1;
+                // A response handled again (its acknowledgement was lost) counts once.
+                if report.answers.entry(r.q).or_default().insert(r.replica, r.answer).is_none() {
+                    received += 1;
+                }
+                host.done(&d).await?;
             }
             _ = tick.tick(), if next_q < setup.queries => {
                 let request = setup.request(next_q);
-                match &keyed {
-                    Some(keyed) => {
-                        let input = serde_json::to_vec(&Input::Request(request.clone()))?;
-                        keyed
-                            .publish(&request.id.to_string(), &format!("req-{next_q}"), input.into())
+                match out.channel() {
+                    Channel::Keyed { .. } => {
+                        let input = serde_json::to_vec(&ReportInput::Request(request.clone()))?;
+                        out.publish(u64::from(next_q), 0, &request.id.to_string(), input.into())
                             .await?;
                     }
-                    None => {
-                        client
+                    _ => {
+                        role.client
                             .publish(REQUESTS, serde_json::to_vec(&request)?.into())
                             .await?;
-                        client.flush().await?;
+                        role.client.flush().await?;
                     }
                 }
                 next_q += 1;

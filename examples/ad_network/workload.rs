@@ -46,8 +46,10 @@ impl Setup {
         self.total_clicks() / u64::from(self.ids)
     }
 
+    /// Ad server `i`'s name as a producer: the host names a source's instance
+    /// `<source>-<instance>`, and the ad servers are the spec's source `adservers`.
     pub(crate) fn adserver(i: u32) -> String {
-        format!("adserver-{i}")
+        format!("{ADSERVERS}-{i}")
     }
 
     /// Click `k` of ad server `s`.
@@ -158,9 +160,10 @@ pub(crate) struct Request {
     pub(crate) part: Option<u32>,
 }
 
-/// An input of the keyed stream in the ordered deployment.
+/// An input of Report that is not a sealed record: a click (ordered, uncoordinated) or a request
+/// (ordered).
 #[derive(Serialize, Deserialize, Debug)]
-pub(crate) enum Input {
+pub(crate) enum ReportInput {
     Click(Click),
     Request(Request),
 }

@@ -20,7 +20,7 @@ use crate::runtime::nats::NatsError;
 use crate::runtime::nats::barrier::{BarrierConfig, BarrierEvent, BatchRecord, SealBarrier};
 use crate::runtime::nats::deploy::stream_config;
 use crate::runtime::nats::sequencer::{Sequenced, Sequencer, SequencerConfig};
-use crate::runtime::nats::session::{Keyed, KeyedConfig, Session};
+use crate::runtime::nats::session::{KEY, Keyed, KeyedConfig, Session};
 
 /// One input, as the plan's mechanism hands it over.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +83,12 @@ enum Reader {
     Keyed {
         keyed: Box<Keyed>,
         session: Option<Box<Session>>,
+    },
+    /// A replica of a keyed component: every partition, in the stream's order.
+    KeyedReplica {
+        keyed: Box<Keyed>,
+        messages: Option<pull::Ordered>,
+        next: u64,
     },
 }
 
@@ -210,9 +216,17 @@ impl Host {
                 kc.replicas = config.replicas;
                 kc.retry_for = config.retry_for;
                 let keyed = Keyed::open(js.clone(), kc).await?;
-                Reader::Keyed {
-                    keyed: Box::new(keyed),
-                    session: None,
+                if config.keyed_replica {
+                    Reader::KeyedReplica {
+                        keyed: Box::new(keyed),
+                        messages: None,
+                        next: 1,
+                    }
+                } else {
+                    Reader::Keyed {
+                        keyed: Box::new(keyed),
+                        session: None,
+                    }
                 }
             }
         };
@@ -388,6 +402,81 @@ impl Host {
                     Err(NatsError::LeaseLost { .. }) => *session = None,
                     Err(e) => return Err(e.into()),
                 }
+            },
+            Reader::KeyedReplica {
+                keyed,
+                messages,
+                next,
+            } => loop {
+                if messages.is_none() {
+                    let consumer = keyed
+                        .stream()
+                        .create_consumer(pull::OrderedConfig {
+                            filter_subject: format!("{}.in.*", keyed.config().name),
+                            deliver_policy: jetstream::consumer::DeliverPolicy::ByStartSequence {
+                                start_sequence: *next,
+                            },
+                            ..Default::default()
+                        })
+                        .await;
+                    match consumer {
+                        Ok(c) => match c.messages().await {
+                            Ok(m) => *messages = Some(m),
+                            Err(_) => {
+                                tokio::time::sleep(Duration::from_millis(200)).await;
+                                continue;
+                            }
+                        },
+                        Err(_) => {
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                            continue;
+                        }
+                    }
+                }
+                let m = match messages.as_mut().expect("a consumer").next().await {
+                    Some(Ok(m)) => m,
+                    // The ordered consumer failed over or ended: recreate it where we are.
+                    Some(Err(_)) | None => {
+                        *messages = None;
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                };
+                let Ok(info) = m.info() else {
+                    *messages = None;
+                    continue;
+                };
+                let position = info.stream_sequence;
+                if position < *next {
+                    continue;
+                }
+                *next = position + 1;
+                let partition = m
+                    .subject
+                    .rsplit('.')
+                    .next()
+                    .and_then(|p| p.parse().ok())
+                    .ok_or_else(|| NatsError::Malformed {
+                        subject: m.subject.to_string(),
+                        sequence: position,
+                        reason: "not a keyed input subject".into(),
+                    })?;
+                let key = m
+                    .headers
+                    .as_ref()
+                    .and_then(|h| crate::runtime::nats::header(h, KEY))
+                    .unwrap_or_default()
+                    .to_string();
+                return Ok(Delivery {
+                    position,
+                    input: Input::Keyed {
+                        partition,
+                        key,
+                        payload: m.message.payload,
+                    },
+                    redelivered: false,
+                    ack: None,
+                });
             },
         }
     }

@@ -10,6 +10,7 @@
 //! | a `seal-barrier` on its input | each released partition, whole ([`Input::Released`]) | a durable consumer of the barrier's releases, acknowledged after the logic handled one |
 //! | a `global-order` | the sequenced stream, in position order ([`Input::Sequenced`]) | `(next position, state)` in the plan's checkpoint bucket |
 //! | a `keyed-order` | one leased session's messages, in offset order ([`Input::Keyed`]) | the session's fenced commit of `(offset, state)` |
+//! | a `keyed-order`, read as a replica ([`HostConfig::keyed_replica`]) | every partition's messages, in the keyed stream's order ([`Input::Keyed`]) | none: a replica applies the whole stream |
 //! | nothing | the plain stream `<spec>-<component>-in`, in stream order ([`Input::Message`]) | a durable consumer, acknowledged after the logic handled a message |
 //!
 //! [`Host::outputs`] publishes into a consumer component's input the way the plan gives *that*
@@ -100,6 +101,11 @@ pub struct HostConfig {
     /// On a plain stream: read only the messages published with this key (one instance per
     /// key, as a grouping by field routes them), instead of every message. Default: none.
     pub input_key: Option<String>,
+    /// On a keyed order: read every partition's inputs in the keyed stream's order, as one of
+    /// several replicas that each apply all of them (no lease, no commit: a replica that
+    /// restarts reads the stream from its start), instead of one leased session's partition.
+    /// Every such replica reads the same inputs in the same order. Default: false.
+    pub keyed_replica: bool,
     /// Partitions of a keyed component (the same number for every instance and producer).
     pub partitions: u32,
     /// Raft replicas of every object the host creates (the plan's objects get the same).
@@ -125,6 +131,7 @@ impl HostConfig {
             seal_producers: Vec::new(),
             release_barrier: true,
             input_key: None,
+            keyed_replica: false,
             partitions: 1,
             replicas: deploy::DEFAULT_REPLICAS,
             retry_for: super::DEFAULT_RETRY_FOR,

@@ -15,7 +15,7 @@ use crate::runtime::nats::barrier::{BarrierConfig, BarrierProducer, SealBarrier}
 use crate::runtime::nats::deploy::stream_config;
 use crate::runtime::nats::sequencer::{Producer, Sequencer, SequencerConfig};
 use crate::runtime::nats::session::{Keyed, KeyedConfig};
-use crate::runtime::nats::{headers, publish};
+use crate::runtime::nats::{NatsError, headers, publish};
 
 /// The outputs of instance `config.instance` of a source (a producer without inputs, such as
 /// the spec's `sources`) into `consumer`'s inputs, as `plan` deploys them.
@@ -58,6 +58,8 @@ struct OutputsInner {
     retry_for: Duration,
     plain_subject: String,
     barrier: Option<BarrierProducer>,
+    /// The barrier's stream, for declarations, and this instance's producer name in it.
+    seal_barrier: Option<(SealBarrier, String)>,
     keyed: Option<Keyed>,
     sequence: Option<Mutex<Producer>>,
 }
@@ -73,6 +75,7 @@ impl Outputs {
         config: &HostConfig,
     ) -> Result<Outputs, HostError> {
         let mut barrier = None;
+        let mut seal_barrier = None;
         let mut keyed = None;
         let mut sequence = None;
         let mut plain_subject = String::new();
@@ -83,7 +86,10 @@ impl Outputs {
                 bc.replicas = config.replicas;
                 bc.retry_for = config.retry_for;
                 // The producer's records and seals need the stream to exist.
-                SealBarrier::open(js.clone(), bc.clone()).await?;
+                seal_barrier = Some((
+                    SealBarrier::open(js.clone(), bc.clone()).await?,
+                    producer.to_string(),
+                ));
                 barrier = Some(BarrierProducer::new(js.clone(), &bc, producer));
             }
             Channel::Sequence { stream, .. } => {
@@ -115,6 +121,7 @@ impl Outputs {
                 retry_for: config.retry_for,
                 plain_subject,
                 barrier,
+                seal_barrier,
                 keyed,
                 sequence,
             }),
@@ -202,6 +209,21 @@ impl Outputs {
             .ok_or_else(|| self.wrong("`publish`"))?;
         check_name(partition)?;
         Ok(b.seal(partition, count).await?)
+    }
+
+    /// Declares that the barrier's `partition` waits for this instance's seal alone, instead of
+    /// every producer the barrier waits for (a partition only this instance writes). Call it
+    /// before the partition's first seal; a partition declared before (by a previous
+    /// incarnation) keeps its first declaration.
+    pub async fn declare_sole_producer(&self, partition: &str) -> Result<(), HostError> {
+        let Some((b, producer)) = &self.inner.seal_barrier else {
+            return Err(self.wrong("`publish`"));
+        };
+        check_name(partition)?;
+        match b.declare(partition, &[producer]).await {
+            Ok(()) | Err(NatsError::Fenced { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Appends `payload` to the consumer's total order (an epoch-fenced producer: a restarted
