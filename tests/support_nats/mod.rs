@@ -224,7 +224,9 @@ impl Cluster {
 
     /// Waits until the cluster has a JetStream meta leader and places an R3 stream.
     pub async fn wait_ready(&self, js: &jetstream::Context, replicas: usize) {
-        let deadline = Instant::now() + Duration::from_secs(30);
+        // Generous: with every test binary's servers starting at once on two cores, a 3-node
+        // cluster's routes can flap for more than 30 s before it elects a meta leader.
+        let deadline = Instant::now() + Duration::from_secs(90);
         let name = "BLAZES_HARNESS_PROBE";
         loop {
             let created = js
