@@ -4,8 +4,10 @@
 //! stream labels and points of order ([`analysis`]) over the label lattice ([`label`]), and
 //! renders the results ([`report`]); [`import`] turns the topologies of stream engines (Kafka
 //! Streams, Flink, Storm Flux) into specs. The analyzer does no file IO and never prints: the
-//! binary (`src/main.rs` and its `cli` module) is the edge. [`runtime`] is the other half: the mechanisms
-//! that enforce a coordination plan in services, independent of the analyzer.
+//! binary (`src/main.rs` and its `cli` module) is the edge. The other half is the crate
+//! `blazes-runtime`: the mechanisms that enforce a coordination plan in services, which
+//! depends on no analyzer code; the two meet in the plan document (the crate `blazes-plan`),
+//! which [`report::plan_json`] writes and the runtime reads.
 //!
 //! From a spec to its findings, its plan and its picture:
 //!
@@ -59,9 +61,6 @@ pub mod label;
 pub mod plan;
 pub mod render;
 pub mod report;
-// Its documentation is its own (`src/runtime/mod.rs`): a doc comment here would be resolved
-// in this module's scope, where the runtime's intra-doc links name nothing.
-pub mod runtime;
 pub mod simulate;
 pub mod spec;
 pub mod topics;

@@ -134,7 +134,7 @@ How they travel: confluent paths (CR, CW) pass a seal through; order-sensitive p
 consume it and output at best Async. Seal(a) meeting Seal(b) gives Seal(a, b); a seal meeting \
 Async gives Async. A seal on K is compatible with a gate when every attribute of K is in the \
 gate (`blazes explain gate`). At run time each barrier waits for the seals of every producer \
-of the partition (`blazes::runtime`'s seal barrier).",
+of the partition (the runtime crate's seal barrier).",
 };
 
 /// The page `blazes explain gate`.
@@ -174,7 +174,7 @@ consumed by a seal barrier.\n\
 \n\
 A replicated component with ordered inputs is a replicated state machine: its replicas emit \
 the same outputs, numbered by log position, so consumers can drop the duplicates a failover \
-produces (`blazes::runtime::smr`).",
+produces (`blazes_runtime::smr`).",
 };
 
 /// The page `blazes explain tolerate`.

@@ -3,13 +3,14 @@
 #![cfg(feature = "nats")]
 
 mod common;
+#[path = "../crates/blazes-runtime/tests/support_nats/mod.rs"]
 mod support_nats;
 
 use std::time::Duration;
 
-use async_nats::jetstream::{self, stream};
-use blazes::runtime::deploy::{Deployment, Object, derive, read_plan};
-use blazes::runtime::nats::deploy::{Change, compare};
+use blazes_runtime::deploy::{Deployment, Object, derive, read_plan};
+use blazes_runtime::nats::async_nats::jetstream::{self, stream};
+use blazes_runtime::nats::deploy::{Change, compare};
 use common::{blazes, stderr, stdout};
 use support_nats::Cluster;
 
@@ -198,14 +199,14 @@ async fn a_changed_plan_is_refused_with_a_diff_and_nothing_is_modified() {
 /// A state machine that does nothing: the replica is opened only for the objects it creates.
 struct Idle;
 
-impl blazes::runtime::StateMachine for Idle {
+impl blazes_runtime::StateMachine for Idle {
     fn apply(&mut self, _: &[u8]) -> Vec<Vec<u8>> {
         Vec::new()
     }
     fn snapshot(&self) -> Vec<u8> {
         Vec::new()
     }
-    fn restore(_: &[u8]) -> Result<Self, blazes::runtime::SmrError> {
+    fn restore(_: &[u8]) -> Result<Self, blazes_runtime::SmrError> {
         Ok(Idle)
     }
 }
@@ -214,7 +215,7 @@ impl blazes::runtime::StateMachine for Idle {
 /// server where the mechanisms' own `open` created them, the deployment finds them unchanged.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mechanisms_open_exactly_what_deploy_plans() {
-    use blazes::runtime::nats::{barrier, sequencer, session, smr};
+    use blazes_runtime::nats::{barrier, sequencer, session, smr};
     let Some((_cluster, _url, js)) = server().await else {
         return;
     };
@@ -365,7 +366,7 @@ fn hosted(args: &[&str], components: &[&str], instances: usize) -> Deployment {
     all.extend_from_slice(args);
     let files = read_plan(&stdout(&blazes(&all))).unwrap();
     let names: Vec<String> = components.iter().map(|c| c.to_string()).collect();
-    blazes::runtime::deploy::with_hosts(&files[0], d, &names, instances, &[]).unwrap()
+    blazes_runtime::deploy::with_hosts(&files[0], d, &names, instances, &[]).unwrap()
 }
 
 /// Every durable consumer on the server's streams, as `stream/name`.
@@ -378,7 +379,7 @@ async fn all_consumers(js: &jetstream::Context) -> Vec<String> {
         .await;
     let mut out = Vec::new();
     for stream in names {
-        let on = blazes::runtime::nats::deploy::server_consumers(js, &stream)
+        let on = blazes_runtime::nats::deploy::server_consumers(js, &stream)
             .await
             .unwrap();
         out.extend(on.keys().map(|c| format!("{stream}/{c}")));
@@ -389,7 +390,7 @@ async fn all_consumers(js: &jetstream::Context) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deploy_creates_what_the_host_reads_and_a_hosted_component_adds_nothing() {
-    use blazes::runtime::nats::host::{Host, HostConfig};
+    use blazes_runtime::nats::host::{Host, HostConfig};
     let Some((_cluster, url, js)) = server().await else {
         return;
     };
@@ -502,7 +503,7 @@ async fn deploy_creates_what_the_host_reads_and_a_hosted_component_adds_nothing(
 /// every subject, which the same keyed host refuses (`ConsumerDiffers`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deployment_routed_by_instance_is_what_a_keyed_host_opens() {
-    use blazes::runtime::nats::host::{Host, HostConfig, HostError};
+    use blazes_runtime::nats::host::{Host, HostConfig, HostError};
     let args: &[&str] = &["specs/wordcount-sealed.yaml"];
     let plan = {
         let mut p = vec!["plan", "--format", "json"];

@@ -18,7 +18,7 @@
 //! 3 to 25 of the 40 differ in every run, also under the load of parallel builds.
 #![cfg(feature = "nats")]
 
-#[path = "support_nats/mod.rs"]
+#[path = "../crates/blazes-runtime/tests/support_nats/mod.rs"]
 mod support_nats;
 
 use std::path::PathBuf;
@@ -164,7 +164,7 @@ fn sealed_campaign_replicas_agree() {
 /// Each campaign sealed by the one ad server that writes it (which declares it its own): the
 /// replicas agree. Its control is `unsealed_campaign_replicas_disagree` (the same query without
 /// the barrier); that a partition waits for every producer unless declared is tested on the
-/// host (`tests/host_nats.rs`).
+/// host (`crates/blazes-runtime/tests/host_nats.rs`).
 #[test]
 fn independently_sealed_campaign_replicas_agree() {
     let Some(o) = run("campaign", "independent-seal") else {

@@ -5,6 +5,7 @@
 //! `CI=true` a missing server fails with an install hint (the harness).
 #![cfg(feature = "nats")]
 
+#[path = "../crates/blazes-runtime/tests/support_nats/mod.rs"]
 mod support_nats;
 
 use std::collections::BTreeMap;

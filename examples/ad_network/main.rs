@@ -52,7 +52,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use blazes::runtime::nats::async_nats::{self, jetstream};
+use blazes_runtime::nats::async_nats::{self, jetstream};
 use bytes::Bytes;
 use clap::{Parser, Subcommand, ValueEnum};
 use futures_util::StreamExt;
@@ -62,7 +62,7 @@ use driver::drive;
 use roles::{Role, adserver, cache, report, role};
 use workload::{CacheReport, Click, ReportInput, Request, Response, Setup};
 
-#[path = "../../tests/support_nats/mod.rs"]
+#[path = "../../crates/blazes-runtime/tests/support_nats/mod.rs"]
 mod support_nats;
 
 /// Each ad server owns this many campaigns under `independent-seal`; the campaign count is

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use blazes::runtime::deploy::{PlanFile, read_plan};
+use blazes_runtime::deploy::{MechanismKind, PlanFile, read_plan};
 
 use super::*;
 
@@ -54,9 +54,9 @@ pub(crate) fn deployed(setup: &Setup, plan: &Path) -> Result<PlanFile, String> {
             file.mechanisms.clear();
             return Ok(file);
         }
-        Coordination::Ordered => ("keyed-order", "id"),
+        Coordination::Ordered => (MechanismKind::KeyedOrder, "id"),
         Coordination::Sealed | Coordination::IndependentSeal => (
-            "seal-barrier",
+            MechanismKind::SealBarrier,
             match setup.query {
                 Query::Window => "window",
                 _ => "campaign",
@@ -66,16 +66,16 @@ pub(crate) fn deployed(setup: &Setup, plan: &Path) -> Result<PlanFile, String> {
     let found = file.mechanisms.iter().find(|m| {
         m.kind == kind
             && m.component.as_deref() == Some(REPORT)
-            && (kind != "seal-barrier" || m.input.as_deref() == Some(CLICK))
+            && (kind != MechanismKind::SealBarrier || m.input.as_deref() == Some(CLICK))
     });
-    let where_ = if kind == "seal-barrier" {
+    let where_ = if kind == MechanismKind::SealBarrier {
         format!("{REPORT}.{CLICK}")
     } else {
         REPORT.to_string()
     };
     let Some(mechanism) = found else {
         let instead = match kind {
-            "keyed-order" => "--query poor",
+            MechanismKind::KeyedOrder => "--query poor",
             _ => "--query campaign or window",
         };
         return Err(format!(

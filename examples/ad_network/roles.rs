@@ -1,10 +1,10 @@
 //! The roles: one ad server, one report server replica, the cache; each a process the driver
 //! spawns. A role's logic reads its inputs and publishes its outputs through the component host
-//! (`blazes::runtime::nats::host`), which opens whatever the plan puts on Report's inputs; no
+//! (`blazes_runtime::nats::host`), which opens whatever the plan puts on Report's inputs; no
 //! role names an engine object.
 
-use blazes::runtime::deploy::PlanFile;
-use blazes::runtime::nats::host::{
+use blazes_runtime::deploy::PlanFile;
+use blazes_runtime::nats::host::{
     Channel, Delivery, Host, HostConfig, HostError, Input, Outputs, source_outputs,
 };
 use tokio::sync::mpsc;

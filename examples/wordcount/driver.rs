@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream;
-use blazes::runtime::deploy::{self, PlanFile, read_plan};
+use blazes_runtime::deploy::{self, PlanFile, read_plan};
+use blazes_runtime::nats::async_nats::jetstream;
 use futures_util::StreamExt;
 
 use super::roles::{database, text};

@@ -1,5 +1,5 @@
 //! The paper's Storm word count as separate OS processes coordinating through NATS JetStream,
-//! deployed from a plan by the runtime's component host (`blazes::runtime::nats::host`).
+//! deployed from a plan by the runtime's component host (`blazes_runtime::nats::host`).
 //!
 //! Processes: one tweet source (batches of tweets), `N` splitters (tweets to words), `N`
 //! counters (each owns the words whose hash falls on it) and one committer (writes each
@@ -19,7 +19,7 @@
 //!   arrives; it keeps its running counts in memory and acknowledges each message as it reads.
 //!
 //! `cargo run --features nats --example wordcount` runs the demonstration (a local
-//! `nats-server` is started through `tests/support_nats`; set `BLAZES_NATS_SERVER` or run
+//! `nats-server` is started through `crates/blazes-runtime/tests/support_nats`; set `BLAZES_NATS_SERVER` or run
 //! `scripts/nats-server-path` first): the committed counts of both plans are identical across
 //! runs, across the two plans and when a counter is SIGKILLed mid-run and restarted; without
 //! the plan they differ. `bench --coordination sealed|ordered|none --workers N [--records R]`
@@ -29,7 +29,7 @@
 //! starts a server and a deployment's processes and reads the committed counts back, [`bench`]
 //! measures one deployment's throughput.
 
-#[path = "../../tests/support_nats/mod.rs"]
+#[path = "../../crates/blazes-runtime/tests/support_nats/mod.rs"]
 mod support_nats;
 
 mod bench;

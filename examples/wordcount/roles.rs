@@ -5,12 +5,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use async_nats::jetstream::{self, kv};
-use blazes::runtime::deploy::{self, PlanFile, read_plan};
-use blazes::runtime::nats::host::{
+use blazes_runtime::deploy::{self, PlanFile, read_plan};
+use blazes_runtime::nats::async_nats::{
+    self,
+    jetstream::{self, kv},
+};
+use blazes_runtime::nats::host::{
     Channel, Delivery, Host, HostConfig, HostError, Input, Outputs, source_outputs,
 };
-use blazes::runtime::nats::session::partition_of;
+use blazes_runtime::nats::session::partition_of;
 use bytes::Bytes;
 use futures_util::StreamExt;
 

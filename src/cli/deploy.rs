@@ -11,7 +11,7 @@ use super::io::{check_file, use_color};
 use super::usage_error;
 use crate::check::{EXIT_CLEAN, EXIT_FINDINGS, EXIT_INVALID, Options, Outcome};
 use crate::report;
-use crate::runtime::deploy::{self, DeployError, Deployment};
+use blazes_runtime::deploy::{self, DeployError, Deployment};
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct DeployArgs {
@@ -34,7 +34,7 @@ pub(crate) struct DeployArgs {
     #[arg(long, value_name = "N", default_value_t = deploy::DEFAULT_REPLICAS as u8,
           value_parser = clap::value_parser!(u8).range(1..=5))]
     pub replicas: u8,
-    /// Instances of each component run by the component host (`runtime::nats::host`),
+    /// Instances of each component run by the component host (`blazes_runtime::nats::host`),
     /// numbered from 0: each gets a durable consumer `<component>-<instance>` of its inputs
     /// (barrier releases, or the plain input stream of a component without a mechanism). Not
     /// Raft replicas (`--replicas`); the default is the host's single instance `0`.
@@ -133,7 +133,8 @@ fn apply(_url: &str, _d: &Deployment, _force: bool) -> i32 {
 
 #[cfg(feature = "nats")]
 fn apply(url: &str, d: &Deployment, force: bool) -> i32 {
-    use crate::runtime::nats::deploy::{Change, Outcome, deploy, deploy_forced};
+    use blazes_runtime::nats::async_nats;
+    use blazes_runtime::nats::deploy::{Change, Outcome, deploy, deploy_forced};
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -65,33 +65,41 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The kind's name in every plan format and in `--allow`'s messages.
-    pub fn as_str(self) -> &'static str {
+    /// The kind as the plan document names it: the one list of kinds the planner and the
+    /// runtime share (the crate `blazes-plan`). The match is exhaustive, so a kind added here
+    /// must be given its document kind, which the runtime then refuses or deploys.
+    pub fn document_kind(self) -> blazes_plan::MechanismKind {
+        use blazes_plan::MechanismKind as K;
         match self {
-            Kind::SealBarrier => "seal-barrier",
-            Kind::AddSeal => "add-seal",
-            Kind::KeyedOrder => "keyed-order",
-            Kind::GlobalOrder => "global-order",
+            Kind::SealBarrier => K::SealBarrier,
+            Kind::AddSeal => K::AddSeal,
+            Kind::KeyedOrder => K::KeyedOrder,
+            Kind::GlobalOrder => K::GlobalOrder,
         }
     }
 
-    /// The piece of [`crate::runtime`] that enforces this kind once the plan is applied, as
-    /// a path in the crate: an added seal is consumed by a seal barrier
-    /// ([`SealBarrier`](crate::runtime::SealBarrier)), a keyed order by keyed sessions
-    /// ([`SessionBroker`](crate::runtime::SessionBroker)), a global order by a
-    /// [`Sequencer`](crate::runtime::Sequencer).
+    /// The kind's name in every plan format and in `--allow`'s messages.
+    pub fn as_str(self) -> &'static str {
+        self.document_kind().as_str()
+    }
+
+    /// The piece of the runtime crate that enforces this kind once the plan is applied, as a
+    /// path: an added seal is consumed by a seal barrier
+    /// ([`SealBarrier`](blazes_runtime::SealBarrier)), a keyed order by keyed sessions
+    /// ([`SessionBroker`](blazes_runtime::SessionBroker)), a global order by a
+    /// [`Sequencer`](blazes_runtime::Sequencer).
     ///
     /// ```
     /// use blazes::plan::Kind;
     ///
-    /// assert_eq!(Kind::AddSeal.runtime_piece(), "runtime::barrier::SealBarrier");
-    /// assert_eq!(Kind::GlobalOrder.runtime_piece(), "runtime::sequencer::Sequencer");
+    /// assert_eq!(Kind::AddSeal.runtime_piece(), "blazes_runtime::barrier::SealBarrier");
+    /// assert_eq!(Kind::GlobalOrder.runtime_piece(), "blazes_runtime::sequencer::Sequencer");
     /// ```
     pub fn runtime_piece(self) -> &'static str {
         match self {
-            Kind::SealBarrier | Kind::AddSeal => "runtime::barrier::SealBarrier",
-            Kind::KeyedOrder => "runtime::session::SessionBroker",
-            Kind::GlobalOrder => "runtime::sequencer::Sequencer",
+            Kind::SealBarrier | Kind::AddSeal => "blazes_runtime::barrier::SealBarrier",
+            Kind::KeyedOrder => "blazes_runtime::session::SessionBroker",
+            Kind::GlobalOrder => "blazes_runtime::sequencer::Sequencer",
         }
     }
 }
@@ -160,13 +168,19 @@ pub enum Status {
 }
 
 impl Status {
+    /// The status as the plan document names it (`blazes-plan`, shared with the runtime).
+    pub fn document_status(self) -> blazes_plan::PlanStatus {
+        use blazes_plan::PlanStatus as S;
+        match self {
+            Status::Ok => S::Ok,
+            Status::Repaired => S::Repaired,
+            Status::Unrepairable => S::Unrepairable,
+        }
+    }
+
     /// The status as the plan formats print it.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::Repaired => "repaired",
-            Status::Unrepairable => "unrepairable",
-        }
+        self.document_status().as_str()
     }
 }
 

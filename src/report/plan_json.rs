@@ -21,7 +21,7 @@ use crate::plan::{Kind, Named, PointRef};
 use crate::simulate::verify::Verification;
 
 /// The version of the document's shape (`"version"`); see the module's documentation.
-pub const VERSION: u32 = 2;
+pub const VERSION: u64 = blazes_plan::VERSION;
 
 /// What `--apply` or `--in-place` did with one spec.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -127,7 +127,7 @@ pub fn file_value(f: &PlannedFile) -> Value {
     let Some(plan) = f.plan else {
         return json!({
             "path": f.path,
-            "status": "invalid",
+            "status": blazes_plan::PlanStatus::Invalid.as_str(),
             "diagnostics": diagnostics_json(f.diagnostics, f.text, true),
             "mechanisms": [],
             "sinks": [],

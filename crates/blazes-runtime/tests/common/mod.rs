@@ -1,0 +1,2 @@
+//! What the runtime's test binaries share.
+pub mod rng;

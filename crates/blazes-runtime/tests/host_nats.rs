@@ -1,0 +1,480 @@
+//! The component host against a real `nats-server` (one node): inputs in the plan's order,
+//! outputs with ids that land once, and resumption after a crash. Under `CI=true` a missing
+//! server fails with an install hint (the harness).
+#![cfg(feature = "nats")]
+
+mod support_nats;
+
+use std::time::Duration;
+
+use async_nats::jetstream;
+use blazes_runtime::deploy::{PlanFile, read_plan};
+use blazes_runtime::nats::host::{Channel, Delivery, Host, HostConfig, Input};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use support_nats::Cluster;
+
+async fn server() -> Option<(Cluster, jetstream::Context)> {
+    let cluster = Cluster::start(1, "").await?;
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 1).await;
+    Some((cluster, js))
+}
+
+fn plan(mechanisms: &str) -> PlanFile {
+    let doc = format!(
+        r#"{{"version": 2, "files": [{{"path": "t.yaml", "name": "t", "status": "repaired", "mechanisms": [{mechanisms}]}}]}}"#
+    );
+    read_plan(&doc).unwrap().remove(0)
+}
+
+fn config(component: &str, instance: &str) -> HostConfig {
+    let mut c = HostConfig::new(component, instance);
+    c.replicas = 1;
+    c.retry_for = Duration::from_secs(10);
+    c.ack_wait = Duration::from_secs(1);
+    c
+}
+
+/// Messages stored in a stream (after the server's de-duplication).
+async fn stored(js: &jetstream::Context, stream: &str) -> u64 {
+    let mut s = js.get_stream(stream).await.unwrap();
+    s.info().await.unwrap().state.messages
+}
+
+async fn next(host: &Host) -> Delivery {
+    tokio::time::timeout(Duration::from_secs(20), host.next())
+        .await
+        .expect("an input within 20 s")
+        .unwrap()
+}
+
+/// When the stage acknowledges an input: after publishing its output (the host's contract) or
+/// before (the negative control).
+#[derive(Clone, Copy, PartialEq)]
+enum AckOrder {
+    AfterOutputs,
+    BeforeOutputs,
+}
+
+/// Ten inputs through a plain-stream stage that crashes while handling the sixth; a second
+/// incarnation of the same instance finishes. Returns the outputs stored downstream and the
+/// number of publishes the logic made.
+async fn crash_and_resume(js: &jetstream::Context, order: AckOrder, spec: &str) -> (u64, u64) {
+    let mut p = plan("");
+    p.name = Some(spec.to_string());
+    let source = Host::open(js.clone(), &p, config("Source", "0"))
+        .await
+        .unwrap();
+    let into_stage = source.outputs("Stage").await.unwrap();
+    for i in 0..10u32 {
+        into_stage
+            .publish(1, i, "", Bytes::from(format!("x{i}")))
+            .await
+            .unwrap();
+    }
+    let mut publishes = 0;
+    let handle = |d: &Delivery| match &d.input {
+        Input::Message { payload, .. } => payload.clone(),
+        other => panic!("a plain stage gets messages, not {other:?}"),
+    };
+    {
+        let stage = Host::open(js.clone(), &p, config("Stage", "0"))
+            .await
+            .unwrap();
+        assert!(matches!(stage.channel(), Channel::Plain { .. }));
+        let out = stage.outputs("Sink").await.unwrap();
+        for n in 0..6 {
+            let d = next(&stage).await;
+            let payload = handle(&d);
+            if order == AckOrder::BeforeOutputs {
+                stage.done(&d).await.unwrap();
+            }
+            if n == 5 {
+                // The crash: the sixth input's output is stored, or its acknowledgement is,
+                // but not both.
+                if order == AckOrder::AfterOutputs {
+                    out.publish(d.position, 0, "", payload).await.unwrap();
+                    publishes += 1;
+                }
+                break;
+            }
+            out.publish(d.position, 0, "", payload).await.unwrap();
+            publishes += 1;
+            if order == AckOrder::AfterOutputs {
+                stage.done(&d).await.unwrap();
+            }
+        }
+    }
+    let stage = Host::open(js.clone(), &p, config("Stage", "0"))
+        .await
+        .unwrap();
+    let out = stage.outputs("Sink").await.unwrap();
+    let remaining = if order == AckOrder::AfterOutputs {
+        5
+    } else {
+        4
+    };
+    for n in 0..remaining {
+        let d = next(&stage).await;
+        if n == 0 && order == AckOrder::AfterOutputs {
+            assert!(d.redelivered, "the unacknowledged input comes back");
+        }
+        if order == AckOrder::BeforeOutputs {
+            stage.done(&d).await.unwrap();
+        }
+        out.publish(d.position, 0, "", handle(&d)).await.unwrap();
+        publishes += 1;
+        if order == AckOrder::AfterOutputs {
+            stage.done(&d).await.unwrap();
+        }
+    }
+    // Nothing else arrives: every input was handled.
+    assert!(
+        tokio::time::timeout(Duration::from_secs(3), stage.next())
+            .await
+            .is_err(),
+        "no input left"
+    );
+    (stored(js, &format!("{spec}-Sink-in")).await, publishes)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_stage_resumes_without_loss_or_duplicates_and_acking_first_loses() {
+    let Some((_cluster, js)) = server().await else {
+        return;
+    };
+    let (outputs, publishes) = crash_and_resume(&js, AckOrder::AfterOutputs, "real").await;
+    assert_eq!(publishes, 11, "the sixth input was handled twice");
+    assert_eq!(outputs, 10, "its output is stored once (same id)");
+    // Negative control: the same crash with the acknowledgement before the outputs.
+    let (outputs, _) = crash_and_resume(&js, AckOrder::BeforeOutputs, "control").await;
+    assert_eq!(outputs, 9, "acknowledged but never handled: lost");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_barrier_hands_over_whole_partitions_and_a_sequence_resumes_from_its_checkpoint() {
+    let Some((_cluster, js)) = server().await else {
+        return;
+    };
+    let p = plan(
+        r#"{"kind": "seal-barrier", "component": "Count", "input": "words", "key": ["batch"], "producers": ["tweets"]},
+           {"kind": "global-order", "component": "Sum"}"#,
+    );
+    // Two splitter instances seal every batch; the barrier waits for both.
+    let mut count_config = config("Count", "0");
+    count_config.seal_producers = vec!["Split-0".into(), "Split-1".into()];
+    let count = Host::open(js.clone(), &p, count_config).await.unwrap();
+    let splitters = [
+        Host::open(js.clone(), &p, config("Split", "0"))
+            .await
+            .unwrap(),
+        Host::open(js.clone(), &p, config("Split", "1"))
+            .await
+            .unwrap(),
+    ];
+    let a = splitters[0].outputs("Count").await.unwrap();
+    let b = splitters[1].outputs("Count").await.unwrap();
+    a.record("b1", 0, "x".into()).await.unwrap();
+    a.record("b1", 1, "y".into()).await.unwrap();
+    a.seal("b1", 2).await.unwrap();
+    // Negative control: with one producer sealed, nothing is released.
+    assert!(
+        tokio::time::timeout(Duration::from_secs(2), count.next())
+            .await
+            .is_err(),
+        "a partition sealed by one of two producers is not released"
+    );
+    b.record("b1", 0, "z".into()).await.unwrap();
+    b.seal("b1", 1).await.unwrap();
+    let d = next(&count).await;
+    match &d.input {
+        Input::Released { partition, records } => {
+            assert_eq!(partition, "b1");
+            let payloads: Vec<&[u8]> = records.iter().map(|r| &r.payload[..]).collect();
+            assert_eq!(payloads, [&b"x"[..], b"y", b"z"]);
+        }
+        other => panic!("expected a release, got {other:?}"),
+    }
+    count.done(&d).await.unwrap();
+    // Publishing a plain output to a barrier is refused with a sentence.
+    let e = a.publish(1, 0, "", Bytes::new()).await.unwrap_err();
+    assert!(e.to_string().contains("use `record` and `seal`"), "{e}");
+
+    // A global order: a running sum checkpointed after four inputs, a crash after six.
+    let producer = Host::open(js.clone(), &p, config("Src", "0"))
+        .await
+        .unwrap();
+    let into_sum = producer.outputs("Sum").await.unwrap();
+    for i in 1..=10u64 {
+        into_sum.send(Bytes::from(i.to_string())).await.unwrap();
+    }
+    let value = |d: &Delivery| match &d.input {
+        Input::Sequenced(s) => std::str::from_utf8(&s.payload)
+            .unwrap()
+            .parse::<u64>()
+            .unwrap(),
+        other => panic!("expected a sequenced input, got {other:?}"),
+    };
+    {
+        let sum = Host::open(js.clone(), &p, config("Sum", "0"))
+            .await
+            .unwrap();
+        assert_eq!(sum.restored().await, None);
+        let mut total = 0;
+        for n in 1..=6 {
+            let d = next(&sum).await;
+            total += value(&d);
+            sum.done(&d).await.unwrap();
+            if n == 4 {
+                sum.checkpoint(Bytes::from(total.to_string()))
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+    let sum = Host::open(js.clone(), &p, config("Sum", "0"))
+        .await
+        .unwrap();
+    let restored = sum.restored().await.expect("a checkpoint");
+    let mut total: u64 = std::str::from_utf8(&restored).unwrap().parse().unwrap();
+    assert_eq!(total, 10, "1 + 2 + 3 + 4");
+    let mut seen = Vec::new();
+    for _ in 0..6 {
+        let d = next(&sum).await;
+        seen.push(value(&d));
+        total += value(&d);
+        sum.done(&d).await.unwrap();
+    }
+    assert_eq!(
+        seen,
+        [5, 6, 7, 8, 9, 10],
+        "resumed after the checkpoint, in order"
+    );
+    assert_eq!(total, 55);
+    let _ = sum.inputs().boxed();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_component_gets_its_partition_in_order_and_resumes_after_its_commit() {
+    let Some((_cluster, js)) = server().await else {
+        return;
+    };
+    let p = plan(r#"{"kind": "keyed-order", "component": "Report", "key": ["id"]}"#);
+    let producer = Host::open(js.clone(), &p, config("Src", "0"))
+        .await
+        .unwrap();
+    let into_report = producer.outputs("Report").await.unwrap();
+    assert!(matches!(into_report.channel(), Channel::Keyed { .. }));
+    for i in 1..=5u32 {
+        into_report
+            .publish(1, i, "ad-7", Bytes::from(i.to_string()))
+            .await
+            .unwrap();
+    }
+    let value = |d: &Delivery| match &d.input {
+        Input::Keyed { key, payload, .. } => {
+            assert_eq!(key, "ad-7");
+            std::str::from_utf8(payload)
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        }
+        other => panic!("expected a keyed input, got {other:?}"),
+    };
+    {
+        let report = Host::open(js.clone(), &p, config("Report", "0"))
+            .await
+            .unwrap();
+        let mut seen = Vec::new();
+        for n in 1..=3 {
+            let d = next(&report).await;
+            seen.push(value(&d));
+            report.done(&d).await.unwrap();
+            if n == 2 {
+                // The session's commit: offset and state, fenced by its lease.
+                report.checkpoint(Bytes::from("1+2")).await.unwrap();
+            }
+        }
+        assert_eq!(seen, [1, 2, 3], "in the partition's order");
+    }
+    // The first incarnation's lease runs out (5 s); the next one resumes after the commit.
+    let report = Host::open(js.clone(), &p, config("Report", "1"))
+        .await
+        .unwrap();
+    let d = next(&report).await;
+    assert_eq!(report.restored().await.as_deref(), Some(&b"1+2"[..]));
+    assert_eq!(value(&d), 3, "the input after the commit is handled again");
+    let rest = [next(&report).await, next(&report).await].map(|d| value(&d));
+    assert_eq!(rest, [4, 5]);
+}
+
+/// A plain-stream stage whose logic handles inputs concurrently: it holds the first input for
+/// 2.5 s (the ack wait is 1 s) while it handles the second at once, then asks for the next
+/// input. Returns what that next input is: nothing (the stream is done), or the held input
+/// again, redelivered while the logic still handles it.
+async fn held_input_comes_back(js: &jetstream::Context, renew: bool, spec: &str) -> Option<u64> {
+    let mut p = plan("");
+    p.name = Some(spec.to_string());
+    let source = Host::open(js.clone(), &p, config("Source", "0"))
+        .await
+        .unwrap();
+    let into_stage = source.outputs("Stage").await.unwrap();
+    for i in 0..2u32 {
+        into_stage
+            .publish(1, i, "", Bytes::from(format!("x{i}")))
+            .await
+            .unwrap();
+    }
+    let mut c = config("Stage", "0");
+    c.renew_in_progress = renew;
+    let stage = Host::open(js.clone(), &p, c).await.unwrap();
+    let held = next(&stage).await;
+    let quick = next(&stage).await;
+    stage.done(&quick).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let again = tokio::time::timeout(Duration::from_secs(3), stage.next()).await;
+    stage.done(&held).await.unwrap();
+    let again = again.ok()?.unwrap();
+    assert!(again.redelivered);
+    assert_eq!(
+        again.position, held.position,
+        "only the held input is unacknowledged"
+    );
+    Some(again.position)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_held_longer_than_the_ack_wait_is_not_redelivered_and_without_renewal_it_is() {
+    let Some((_cluster, js)) = server().await else {
+        return;
+    };
+    assert_eq!(held_input_comes_back(&js, true, "renewed").await, None);
+    // Negative control: the same stage without renewing what it holds.
+    assert!(
+        held_input_comes_back(&js, false, "control").await.is_some(),
+        "without renewal the server hands the held input out again"
+    );
+}
+
+/// What a keyed host reads within `quiet` of its last input: (partition, key, payload) in order.
+async fn keyed_inputs(host: &Host, quiet: Duration) -> Vec<(u32, String, Bytes)> {
+    let mut out = Vec::new();
+    while let Ok(d) = tokio::time::timeout(quiet, host.next()).await {
+        let d = d.unwrap();
+        match &d.input {
+            Input::Keyed {
+                partition,
+                key,
+                payload,
+            } => out.push((*partition, key.clone(), payload.clone())),
+            other => panic!("expected a keyed input, got {other:?}"),
+        }
+        host.done(&d).await.unwrap();
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keyed_replicas_each_read_every_partition_in_one_order_and_leased_instances_do_not() {
+    let Some((_cluster, js)) = server().await else {
+        return;
+    };
+    let p = plan(r#"{"kind": "keyed-order", "component": "Report", "key": ["id"]}"#);
+    let keyed = |instance: &str, replica: bool| {
+        let mut c = config("Report", instance);
+        c.partitions = 4;
+        c.keyed_replica = replica;
+        c
+    };
+    let mut src = config("Src", "0");
+    src.partitions = 4;
+    let out = Host::open(js.clone(), &p, src)
+        .await
+        .unwrap()
+        .outputs("Report")
+        .await
+        .unwrap();
+    // Twelve inputs over six keys, which fall in more than one of the four partitions.
+    let keys: Vec<String> = (0..6).map(|k| format!("ad-{k}")).collect();
+    for i in 0..12u32 {
+        let key = &keys[i as usize % keys.len()];
+        out.publish(1, i, key, Bytes::from(i.to_string()))
+            .await
+            .unwrap();
+    }
+    let published: Vec<Bytes> = (0..12u32).map(|i| Bytes::from(i.to_string())).collect();
+    let quiet = Duration::from_secs(2);
+    let a = Host::open(js.clone(), &p, keyed("0", true)).await.unwrap();
+    let b = Host::open(js.clone(), &p, keyed("1", true)).await.unwrap();
+    let (seen_a, seen_b) = (keyed_inputs(&a, quiet).await, keyed_inputs(&b, quiet).await);
+    let payloads = |seen: &[(u32, String, Bytes)]| -> Vec<Bytes> {
+        seen.iter().map(|(_, _, p)| p.clone()).collect()
+    };
+    assert_eq!(
+        payloads(&seen_a),
+        published,
+        "every input, in publish order"
+    );
+    assert_eq!(
+        seen_a, seen_b,
+        "both replicas read the same inputs in one order"
+    );
+    let partitions: std::collections::BTreeSet<u32> = seen_a.iter().map(|s| s.0).collect();
+    assert!(
+        partitions.len() > 1,
+        "the keys span partitions: {partitions:?}"
+    );
+    // Negative control: the same instances without `keyed_replica` each lease one partition and
+    // read only its inputs.
+    let c = Host::open(js.clone(), &p, keyed("2", false)).await.unwrap();
+    let seen_c = keyed_inputs(&c, quiet).await;
+    assert!(!seen_c.is_empty());
+    assert!(
+        seen_c.len() < published.len() && seen_c.iter().all(|s| s.0 == seen_c[0].0),
+        "a leased instance reads one partition: {seen_c:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_declared_by_its_sole_producer_is_released_by_its_seal_and_others_wait() {
+    let Some((_cluster, js)) = server().await else {
+        return;
+    };
+    let p = plan(
+        r#"{"kind": "add-seal", "source": "src", "key": ["campaign"]},
+           {"kind": "seal-barrier", "component": "Report", "input": "click", "key": ["campaign"], "producers": ["src"]}"#,
+    );
+    let mut report = config("Report", "0");
+    report.seal_producers = vec!["src-0".into(), "src-1".into()];
+    let host = Host::open(js.clone(), &p, report).await.unwrap();
+    let out =
+        blazes_runtime::nats::host::source_outputs(js.clone(), &p, &config("src", "0"), "Report")
+            .await
+            .unwrap();
+    // `c0` is declared as src-0's alone; `c1` is not (the control): both get src-0's one
+    // record and seal, and src-1 never seals either.
+    out.declare_sole_producer("c0").await.unwrap();
+    for partition in ["c0", "c1"] {
+        out.record(partition, 0, Bytes::from(partition))
+            .await
+            .unwrap();
+        out.seal(partition, 1).await.unwrap();
+    }
+    let d = next(&host).await;
+    match &d.input {
+        Input::Released { partition, records } => {
+            assert_eq!(partition, "c0");
+            assert_eq!(records.len(), 1);
+        }
+        other => panic!("expected a release, got {other:?}"),
+    }
+    host.done(&d).await.unwrap();
+    // The undeclared partition waits for src-1's seal.
+    assert!(
+        tokio::time::timeout(Duration::from_secs(2), host.next())
+            .await
+            .is_err(),
+        "c1 must wait for every producer"
+    );
+}
