@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 
 pub mod rng;
+#[path = "../../crates/blazes-runtime/tests/skips/mod.rs"]
+pub mod skips;
 pub mod specgen;
 
 use std::path::{Path, PathBuf};
@@ -90,35 +92,17 @@ pub fn assert_clean_failure(o: &Output) {
     }
 }
 
-/// Whether `CI` says the tests run in CI (set, and not empty, `false` or `0`).
-pub fn under_ci(ci: Option<&str>) -> bool {
-    ci.is_some_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
-
 /// What a missing external tool means, given the value of `CI`: in CI a failure that says how
-/// to install it (`.ci/run` installs every tool the tests use, so a missing one is a broken
-/// set-up, never a reason to pass); elsewhere a skip, with a notice saying the same.
+/// to install it; elsewhere a skip, with a notice saying the same ([`skips::missing`]).
 pub fn missing_tool(what: &str, install: &str, ci: Option<&str>) -> Result<String, String> {
-    match under_ci(ci) {
-        true => Err(format!(
-            "{what} is not installed, and CI must run this test: {install}"
-        )),
-        false => Ok(format!(
-            "notice: {what} is not installed; skipping ({install})"
-        )),
-    }
+    skips::missing(what, install, ci)
+        .map(|()| format!("notice: {what} is not installed; skipping ({install})"))
 }
 
-/// `found`, after [`missing_tool`] had its say: panics in CI when the tool is missing, prints
-/// the notice elsewhere.
+/// `found`, after [`missing_tool`] had its say: panics in CI when the tool is missing, and
+/// elsewhere prints the notice and records the skip for `scripts/test`'s summary.
 pub fn require_tool(found: bool, what: &str, install: &str) -> bool {
-    if !found {
-        match missing_tool(what, install, std::env::var("CI").ok().as_deref()) {
-            Ok(notice) => eprintln!("{notice}"),
-            Err(e) => panic!("{e}"),
-        }
-    }
-    found
+    skips::require(found, what, install)
 }
 
 /// Whether `program args...` runs and exits 0.

