@@ -3,6 +3,8 @@
 
 mod common;
 
+use blazes::plan::Kind;
+use blazes_runtime::deploy::{self, Channel};
 use common::*;
 
 /// The specs shipped with the repository whose deployment is snapshotted.
@@ -268,4 +270,90 @@ fn routing_by_instance_refuses_what_cannot_be_routed() {
     assert!(stderr(&o).contains("--instances"), "{}", stderr(&o));
     assert!(o.stdout.is_empty());
     assert_clean_failure(&o);
+}
+
+/// Arguments of `blazes plan` whose plan has a mechanism of `kind`. The match is exhaustive, so
+/// a kind the planner gains must be given a spec here, and is then pushed through the runtime.
+fn plan_with(kind: Kind) -> &'static [&'static str] {
+    match kind {
+        Kind::SealBarrier => &["specs/wordcount-sealed.yaml"],
+        Kind::AddSeal => &["specs/wordcount-sealable.yaml"],
+        Kind::KeyedOrder => &["specs/wordcount.yaml"],
+        Kind::GlobalOrder => &["--allow", "global", "specs/wordcount.yaml"],
+    }
+}
+
+/// Every kind the planner writes is one the document's types read (`Kind::ALL` covers the
+/// document's kinds too), the runtime derives engine objects for it, and the component it is
+/// on gets the channel that kind means, as `blazes deploy` and the host derive them.
+#[test]
+fn every_planner_kind_is_read_deployed_and_hosted_by_the_runtime() {
+    assert_eq!(
+        Kind::ALL.map(Kind::document_kind),
+        blazes_plan::MechanismKind::ALL,
+        "the planner's kinds and the document's are one list"
+    );
+    for kind in Kind::ALL {
+        let mut args = vec!["plan", "--format", "json", "--no-simulate"];
+        args.extend_from_slice(plan_with(kind));
+        let o = blazes(&args);
+        assert_eq!(o.status.code(), Some(0), "{kind:?}: {}", stderr(&o));
+        let files = deploy::read_plan(&stdout(&o)).unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        let file = &files[0];
+        let m = file
+            .mechanisms
+            .iter()
+            .find(|m| m.kind == kind.document_kind())
+            .unwrap_or_else(|| panic!("{kind:?}: the plan of {args:?} has no such mechanism"));
+        let d = deploy::derive(file, 1).unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        let position = file.mechanisms.iter().position(|x| x == m).unwrap();
+        let objects = &d.mechanisms[position];
+        // The component whose inputs the mechanism governs (an added seal's: its consumer's
+        // barrier, listed in the same plan).
+        let (component, objects_expected) = match kind {
+            Kind::AddSeal => {
+                let barrier = file
+                    .mechanisms
+                    .iter()
+                    .find(|b| b.kind == Kind::SealBarrier.document_kind())
+                    .expect("an added seal is consumed by a barrier");
+                (barrier.component.clone().unwrap(), false)
+            }
+            _ => (m.component.clone().unwrap(), true),
+        };
+        assert_eq!(
+            !objects.objects.is_empty(),
+            objects_expected,
+            "{kind:?}: {objects:?}"
+        );
+        let channel = deploy::channel_of(file, &d, &component);
+        let expected = match kind {
+            Kind::SealBarrier | Kind::AddSeal => matches!(channel, Channel::Barrier { .. }),
+            Kind::KeyedOrder => matches!(channel, Channel::Keyed { .. }),
+            Kind::GlobalOrder => matches!(channel, Channel::Sequence { .. }),
+        };
+        assert!(expected, "{kind:?}: {component} gets {channel:?}");
+        #[cfg(feature = "nats")]
+        {
+            let hosted = blazes_runtime::nats::host::channels(file, 1)
+                .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+            assert_eq!(hosted.get(&component), Some(&channel), "{kind:?}");
+        }
+    }
+}
+
+/// The control: a document naming a kind this runtime does not know is refused, naming it,
+/// rather than deployed as plain streams.
+#[test]
+fn a_plan_document_with_an_unknown_kind_is_refused_naming_it() {
+    let o = blazes(&[
+        "plan",
+        "--format",
+        "json",
+        "--no-simulate",
+        "specs/wordcount.yaml",
+    ]);
+    let text = stdout(&o).replace("\"keyed-order\"", "\"keyed-quorum\"");
+    let e = deploy::read_plan(&text).unwrap_err().to_string();
+    assert!(e.contains("unknown mechanism kind `keyed-quorum`"), "{e}");
 }

@@ -65,6 +65,14 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every kind, in the order reports list them.
+    pub const ALL: [Kind; 4] = [
+        Kind::SealBarrier,
+        Kind::AddSeal,
+        Kind::KeyedOrder,
+        Kind::GlobalOrder,
+    ];
+
     /// The kind as the plan document names it: the one list of kinds the planner and the
     /// runtime share (the crate `blazes-plan`). The match is exhaustive, so a kind added here
     /// must be given its document kind, which the runtime then refuses or deploys.

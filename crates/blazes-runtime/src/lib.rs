@@ -19,7 +19,7 @@
 //! let batch = [msg(1, 1, "a"), msg(2, 1, "b"), msg(1, 1, "a")];
 //! let outcome = seq.submit(&batch).unwrap();
 //! assert_eq!(outcome[2], Submitted::Duplicate); // producer 1's retry lands once
-//! let order: Vec<_> = seq.read_from(0, 10).unwrap().into_iter().map(|m| m.payload).collect();
+//! let order: Vec<_> = seq.read_from(0, 10).unwrap().into_iter().map(|m| m.envelope.payload).collect();
 //! assert_eq!(order, [b"a".to_vec(), b"b".to_vec()]);
 //!
 //! // What `blazes deploy` creates for a plan that orders `Count` by word.
