@@ -447,9 +447,9 @@ async fn deploy_creates_what_the_host_reads_and_a_hosted_component_adds_nothing(
     let streams = stream_count(&js).await;
     for component in ["Splitter", "Count", "Commit"] {
         for instance in ["0", "1"] {
-            let mut c = HostConfig::new(component, instance);
-            c.replicas = 1;
-            c.retry_for = Duration::from_secs(5);
+            let c = HostConfig::new(component, instance)
+                .replicas(1)
+                .retry_for(Duration::from_secs(5));
             Host::open(js.clone(), &plan, c).await.unwrap();
         }
     }
@@ -460,8 +460,7 @@ async fn deploy_creates_what_the_host_reads_and_a_hosted_component_adds_nothing(
 
     // Negative control: a host whose consumer deploy does not list (another instance name) is
     // a new object on the server, and the comparison above would see it.
-    let mut c = HostConfig::new("Commit", "x");
-    c.replicas = 1;
+    let c = HostConfig::new("Commit", "x").replicas(1);
     Host::open(js.clone(), &plan, c).await.unwrap();
     let now = all_consumers(&js).await;
     assert_ne!(now, listed);
@@ -472,9 +471,7 @@ async fn deploy_creates_what_the_host_reads_and_a_hosted_component_adds_nothing(
 
     // A deployed consumer with another filter is refused by a host that needs its own, rather
     // than silently reading other inputs.
-    let mut keyed = HostConfig::new("Commit", "0");
-    keyed.replicas = 1;
-    keyed.input_key = Some("0".into());
+    let keyed = HostConfig::new("Commit", "0").replicas(1).input_key("0");
     let e = Host::open(js.clone(), &plan, keyed)
         .await
         .err()
@@ -511,11 +508,10 @@ async fn a_deployment_routed_by_instance_is_what_a_keyed_host_opens() {
         read_plan(&stdout(&blazes(&p))).unwrap().remove(0)
     };
     let keyed = |instance: &str| {
-        let mut c = HostConfig::new("Splitter", instance);
-        c.replicas = 1;
-        c.retry_for = Duration::from_secs(5);
-        c.input_key = Some(instance.to_string());
-        c
+        HostConfig::new("Splitter", instance)
+            .replicas(1)
+            .retry_for(Duration::from_secs(5))
+            .input_key(instance)
     };
     for routed in [true, false] {
         let Some((_cluster, url, js)) = server().await else {

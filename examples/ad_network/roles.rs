@@ -48,20 +48,19 @@ impl Role {
 
     /// Instance `instance` of `component`, on the driver's one-node server.
     fn config(&self, component: &str, instance: u32) -> HostConfig {
-        let mut c = HostConfig::new(component, &instance.to_string());
-        c.replicas = 1;
-        c.partitions = PARTITIONS;
-        // Every report replica applies every input of the keyed order, in one order.
-        c.keyed_replica = true;
-        // The barrier waits for every ad server (a partition one ad server declared its own
-        // waits for that one alone).
-        c.seal_producers = (0..self.setup.producers).map(Setup::adserver).collect();
-        // Replica 0 runs the barrier's releases; every replica receives them. More instances
-        // are safe, but one reading a partition's records that another has just purged after
-        // releasing it waits out the runtime's 5 s read timeout, which would swamp the
-        // measurement.
-        c.release_barrier = instance == 0;
-        c
+        HostConfig::new(component, &instance.to_string())
+            .replicas(1)
+            .partitions(PARTITIONS)
+            // Every report replica applies every input of the keyed order, in one order.
+            .keyed_replica(true)
+            // The barrier waits for every ad server (a partition one ad server declared its own
+            // waits for that one alone).
+            .seal_producers((0..self.setup.producers).map(Setup::adserver))
+            // Replica 0 runs the barrier's releases; every replica receives them. More
+            // instances are safe, but one reading a partition's records that another has just
+            // purged after releasing it waits out the runtime's 5 s read timeout, which would
+            // swamp the measurement.
+            .release_barrier(instance == 0)
     }
 
     async fn host(&self, component: &str, instance: u32) -> Result<Host, HostError> {

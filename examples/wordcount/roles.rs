@@ -52,16 +52,13 @@ impl Role {
     }
 
     fn config(&self, component: &str) -> HostConfig {
-        let mut c = HostConfig::new(component, &self.instance);
-        c.replicas = 1;
-        c.ack_wait = Duration::from_secs(2);
-        // Two counters run the barrier's releases (any number may): the other counters only
-        // receive them, and one releasing counter keeps releasing while the other restarts.
-        c.release_barrier = self.instance.parse::<u64>().is_ok_and(|i| i < 2);
-        c.seal_producers = (0..self.shape.workers)
-            .map(|j| format!("Splitter-{j}"))
-            .collect();
-        c
+        HostConfig::new(component, &self.instance)
+            .replicas(1)
+            .ack_wait(Duration::from_secs(2))
+            // Two counters run the barrier's releases (any number may): the other counters only
+            // receive them, and one releasing counter keeps releasing while the other restarts.
+            .release_barrier(self.instance.parse::<u64>().is_ok_and(|i| i < 2))
+            .seal_producers((0..self.shape.workers).map(|j| format!("Splitter-{j}")))
     }
 
     async fn host(&self, component: &str) -> Result<Host, HostError> {
@@ -70,8 +67,7 @@ impl Role {
 
     /// A host that reads, from a plain stream, only the messages routed to this instance.
     async fn keyed_host(&self, component: &str) -> Result<Host, HostError> {
-        let mut c = self.config(component);
-        c.input_key = Some(self.instance.clone());
+        let c = self.config(component).input_key(self.instance.clone());
         Host::open(self.js.clone(), &self.plan, c).await
     }
 }

@@ -29,11 +29,10 @@ fn plan(mechanisms: &str) -> PlanFile {
 }
 
 fn config(component: &str, instance: &str) -> HostConfig {
-    let mut c = HostConfig::new(component, instance);
-    c.replicas = 1;
-    c.retry_for = Duration::from_secs(10);
-    c.ack_wait = Duration::from_secs(1);
-    c
+    HostConfig::new(component, instance)
+        .replicas(1)
+        .retry_for(Duration::from_secs(10))
+        .ack_wait(Duration::from_secs(1))
 }
 
 /// Messages stored in a stream (after the server's de-duplication).
@@ -162,8 +161,7 @@ async fn a_barrier_hands_over_whole_partitions_and_a_sequence_resumes_from_its_c
            {"kind": "global-order", "component": "Sum"}"#,
     );
     // Two splitter instances seal every batch; the barrier waits for both.
-    let mut count_config = config("Count", "0");
-    count_config.seal_producers = vec!["Split-0".into(), "Split-1".into()];
+    let count_config = config("Count", "0").seal_producers(["Split-0", "Split-1"]);
     let count = Host::open(js.clone(), &p, count_config).await.unwrap();
     let splitters = [
         Host::open(js.clone(), &p, config("Split", "0"))
@@ -326,8 +324,7 @@ async fn held_input_comes_back(js: &jetstream::Context, renew: bool, spec: &str)
             .await
             .unwrap();
     }
-    let mut c = config("Stage", "0");
-    c.renew_in_progress = renew;
+    let c = config("Stage", "0").renew_in_progress(renew);
     let stage = Host::open(js.clone(), &p, c).await.unwrap();
     let held = next(&stage).await;
     let quick = next(&stage).await;
@@ -382,13 +379,11 @@ async fn keyed_replicas_each_read_every_partition_in_one_order_and_leased_instan
     };
     let p = plan(r#"{"kind": "keyed-order", "component": "Report", "key": ["id"]}"#);
     let keyed = |instance: &str, replica: bool| {
-        let mut c = config("Report", instance);
-        c.partitions = 4;
-        c.keyed_replica = replica;
-        c
+        config("Report", instance)
+            .partitions(4)
+            .keyed_replica(replica)
     };
-    let mut src = config("Src", "0");
-    src.partitions = 4;
+    let src = config("Src", "0").partitions(4);
     let out = Host::open(js.clone(), &p, src)
         .await
         .unwrap()
@@ -445,8 +440,7 @@ async fn a_partition_declared_by_its_sole_producer_is_released_by_its_seal_and_o
         r#"{"kind": "add-seal", "source": "src", "key": ["campaign"]},
            {"kind": "seal-barrier", "component": "Report", "input": "click", "key": ["campaign"], "producers": ["src"]}"#,
     );
-    let mut report = config("Report", "0");
-    report.seal_producers = vec!["src-0".into(), "src-1".into()];
+    let report = config("Report", "0").seal_producers(["src-0", "src-1"]);
     let host = Host::open(js.clone(), &p, report).await.unwrap();
     let out =
         blazes_runtime::nats::host::source_outputs(js.clone(), &p, &config("src", "0"), "Report")

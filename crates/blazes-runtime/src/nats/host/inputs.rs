@@ -285,12 +285,19 @@ impl Host {
                     // partition from being released is worth a word to the operator.
                     for event in b.poll().await? {
                         match event {
-                            BarrierEvent::Stalled { partition, missing } => eprintln!(
-                                "host: partition {partition} waits for seals from {}",
-                                missing.join(", ")
+                            BarrierEvent::Stalled { partition, missing } => tracing::warn!(
+                                component = %self.inner.config.component,
+                                instance = %self.inner.config.instance,
+                                %partition,
+                                missing = %missing.join(", "),
+                                "partition waits for seals"
                             ),
-                            BarrierEvent::Inconsistent { partition, reason } => eprintln!(
-                                "host: partition {partition} is sealed but not released: {reason}"
+                            BarrierEvent::Inconsistent { partition, reason } => tracing::error!(
+                                component = %self.inner.config.component,
+                                instance = %self.inner.config.instance,
+                                %partition,
+                                %reason,
+                                "partition is sealed but not released"
                             ),
                             _ => {}
                         }

@@ -86,40 +86,40 @@ pub enum HostError {
 #[derive(Debug, Clone)]
 pub struct HostConfig {
     /// The component, as the spec names it.
-    pub component: String,
+    pub(crate) component: String,
     /// This instance (`[A-Za-z0-9_-]`): part of every output id and of the durable consumer's
     /// name. Instances that split a component's work need distinct names; replicas that compute
     /// the same outputs share one, so their outputs de-duplicate.
-    pub instance: String,
+    pub(crate) instance: String,
     /// The upstream instances a seal barrier waits for (the processes that seal its
     /// partitions); empty: the producers the plan names.
-    pub seal_producers: Vec<String>,
+    pub(crate) seal_producers: Vec<String>,
     /// Whether this instance runs the seal barrier's releases (reads every record and seal and
     /// releases complete partitions). Any number of instances may; each partition is released
     /// once. Every instance receives the releases either way. Default: true.
-    pub release_barrier: bool,
+    pub(crate) release_barrier: bool,
     /// On a plain stream: read only the messages published with this key (one instance per
     /// key, as a grouping by field routes them), instead of every message. Default: none.
-    pub input_key: Option<String>,
+    pub(crate) input_key: Option<String>,
     /// On a keyed order: read every partition's inputs in the keyed stream's order, as one of
     /// several replicas that each apply all of them (no lease, no commit: a replica that
     /// restarts reads the stream from its start), instead of one leased session's partition.
     /// Every such replica reads the same inputs in the same order. Default: false.
-    pub keyed_replica: bool,
+    pub(crate) keyed_replica: bool,
     /// Partitions of a keyed component (the same number for every instance and producer).
-    pub partitions: u32,
+    pub(crate) partitions: u32,
     /// Raft replicas of every object the host creates (the plan's objects get the same).
-    pub replicas: usize,
+    pub(crate) replicas: usize,
     /// How long an operation retries while the cluster fails over.
-    pub retry_for: Duration,
+    pub(crate) retry_for: Duration,
     /// How long the server waits for an acknowledgement before it redelivers a message (to the
     /// restarted instance).
-    pub ack_wait: Duration,
+    pub(crate) ack_wait: Duration,
     /// Whether the host tells the server, every third of the ack wait, that the inputs it
     /// fetched and the logic has not marked done are still in progress, so that a slow handler
     /// does not get them redelivered while it holds them (as a Service Bus receiver renews its
     /// locks). Default: true.
-    pub renew_in_progress: bool,
+    pub(crate) renew_in_progress: bool,
 }
 
 impl HostConfig {
@@ -138,6 +138,81 @@ impl HostConfig {
             ack_wait: deploy::ACK_WAIT,
             renew_in_progress: true,
         }
+    }
+
+    /// The component, as the spec names it.
+    pub fn component(&self) -> &str {
+        &self.component
+    }
+
+    /// This instance's name.
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// The upstream instances a seal barrier waits for: the processes that seal its partitions
+    /// (default: the producers the plan names).
+    pub fn seal_producers<S: Into<String>>(
+        mut self,
+        producers: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.seal_producers = producers.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Whether this instance runs the seal barrier's releases: reads every record and seal and
+    /// releases complete partitions. Any number of instances may; each partition is released
+    /// once, and every instance receives the releases either way (default: true).
+    pub fn release_barrier(mut self, release: bool) -> Self {
+        self.release_barrier = release;
+        self
+    }
+
+    /// On a plain stream, read only the messages published with `key`: one instance per key, as
+    /// a grouping by field routes them (default: every message).
+    pub fn input_key(mut self, key: impl Into<String>) -> Self {
+        self.input_key = Some(key.into());
+        self
+    }
+
+    /// On a keyed order, read every partition's inputs in the keyed stream's order, as one of
+    /// several replicas that each apply all of them (no lease, no commit), instead of one
+    /// leased session's partition (default: false).
+    pub fn keyed_replica(mut self, replica: bool) -> Self {
+        self.keyed_replica = replica;
+        self
+    }
+
+    /// Partitions of a keyed component (default: 1).
+    pub fn partitions(mut self, partitions: u32) -> Self {
+        self.partitions = partitions;
+        self
+    }
+
+    /// Raft replicas of every object the host creates (default: 3).
+    pub fn replicas(mut self, replicas: usize) -> Self {
+        self.replicas = replicas;
+        self
+    }
+
+    /// How long an operation retries while the cluster fails over.
+    pub fn retry_for(mut self, retry_for: Duration) -> Self {
+        self.retry_for = retry_for;
+        self
+    }
+
+    /// How long the server waits for an acknowledgement before it redelivers.
+    pub fn ack_wait(mut self, ack_wait: Duration) -> Self {
+        self.ack_wait = ack_wait;
+        self
+    }
+
+    /// Whether the host tells the server, every third of the ack wait, that inputs the logic
+    /// holds are still in progress, so a slow handler does not get them redelivered, as a
+    /// Service Bus receiver renews its locks (default: true).
+    pub fn renew_in_progress(mut self, renew: bool) -> Self {
+        self.renew_in_progress = renew;
+        self
     }
 }
 

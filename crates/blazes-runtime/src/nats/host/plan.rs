@@ -130,10 +130,9 @@ mod tests {
         for c in components {
             let channel = channel_of(p, &d, c).unwrap();
             for (n, i) in instances.iter().enumerate() {
-                let mut config = HostConfig::new(c, i);
-                config.replicas = 1;
+                let mut config = HostConfig::new(c, i).replicas(1);
                 if keyed.contains(c) {
-                    config.input_key = Some(i.to_string());
+                    config = config.input_key(i.to_string());
                 }
                 let (stream, consumer) = input_objects(&d, &channel, &config);
                 if n == 0 {
@@ -201,8 +200,7 @@ mod tests {
             listed_routed(3, &["Split"])
         );
         let d = deploy::derive(&p, 1).unwrap();
-        let mut keyed = HostConfig::new("Commit", "0");
-        keyed.input_key = Some("0".into());
+        let keyed = HostConfig::new("Commit", "0").input_key("0");
         let channel = channel_of(&p, &d, "Commit").unwrap();
         let (_, consumer) = input_objects(&d, &channel, &keyed);
         let consumer = Object::Consumer(consumer.unwrap());
