@@ -6,7 +6,7 @@
 //! without needing nightly or libFuzzer. Not a stable API.
 
 use crate::check::{self, EXIT_CLEAN, EXIT_INVALID, FileReport, Options, Outcome};
-use crate::diagnostic::Severity;
+use crate::diagnostic::{Severity, Subject};
 use crate::render;
 use crate::report;
 use crate::spec::Limits;
@@ -118,7 +118,46 @@ fn plan_and_draw(r: &FileReport, a: &check::Analysed, options: &Options) -> Stri
     dot + &json
 }
 
+/// Every diagnostic of the analysis says what it is about, and its subject is what its code
+/// reports (the reports group findings and attach witnesses by it); the spec's say nothing.
+fn check_subjects(a: &check::Analysed) {
+    let (df, an) = (&a.dataflow, &a.analysis);
+    let points: std::collections::HashSet<(crate::graph::CompId, u32)> = an
+        .points
+        .iter()
+        .map(|p| (p.component, p.path as u32))
+        .collect();
+    let failing: std::collections::HashSet<crate::graph::SinkId> = an
+        .sinks
+        .iter()
+        .filter(|v| v.failing)
+        .map(|v| v.sink)
+        .collect();
+    for d in &a.diagnostics {
+        let ok = match (d.code.id, d.subject) {
+            ("C001" | "C002" | "C003", Some(Subject::Point { component, path })) => {
+                points.contains(&(component, path))
+            }
+            ("C004", Some(Subject::Sink(s))) => failing.contains(&s),
+            ("C005", Some(Subject::Iface(i))) => i.index() < df.ifaces.len(),
+            ("C006" | "C007", Some(Subject::Stream(s))) => s.index() < df.streams.len(),
+            ("C008", Some(Subject::Component(c))) => c.index() < df.components.len(),
+            ("C009", Some(Subject::Source(s))) => s.index() < df.sources.len(),
+            ("C009", Some(Subject::Sink(s))) => s.index() < df.sinks.len(),
+            (id, subject) => !id.starts_with('C') && subject.is_none(),
+        };
+        assert!(
+            ok,
+            "{} has the subject {:?}: {}",
+            d.code.id, d.subject, d.message
+        );
+    }
+}
+
 fn check_diagnostics(r: &FileReport) {
+    if let Outcome::Analysed(a) = &r.outcome {
+        check_subjects(a);
+    }
     for d in r.diagnostics() {
         assert!(!d.message.is_empty(), "empty message");
         assert!(
