@@ -233,7 +233,10 @@ impl Validator<'_> {
                 self.error(
                     &codes::MISSING_FIELD,
                     node.span,
-                    "a catalogue entry needs a `label:` (CR, CW, OR or OW)".into(),
+                    format!(
+                        "a catalogue entry needs a `label:` ({})",
+                        crate::vocabulary::annotation_choices()
+                    ),
                     "no label",
                 );
                 None
@@ -245,12 +248,13 @@ impl Validator<'_> {
                     let mut d = Diagnostic::new(
                         &codes::UNKNOWN_LABEL,
                         format!(
-                            "a catalogue entry's label must be CR, CW, OR or OW, found {found}"
+                            "a catalogue entry's label must be {}, found {found}",
+                            crate::vocabulary::annotation_choices()
                         ),
                     )
                     .at(l.span, "unknown label");
                     if let Some(s) = l.as_str().and_then(|s| {
-                        did_you_mean(&s.to_uppercase(), ["CR", "CW", "OR", "OW"])
+                        did_you_mean(&s.to_uppercase(), Annotation::ALL.map(Annotation::as_str))
                             .map(str::to_string)
                     }) {
                         d = d.help(format!("did you mean `{s}`?"));
@@ -262,7 +266,7 @@ impl Validator<'_> {
         };
         let gate = get("gate").and_then(|g| self.gate(g));
         if let Some(a) = label {
-            let ordered = matches!(a, Annotation::OR | Annotation::OW);
+            let ordered = !a.is_confluent();
             match (ordered, get("gate")) {
                 (true, None) => self.error(
                     &codes::GATE,
