@@ -7,7 +7,7 @@ use crate::diagnostic::{Diagnostic, LineIndex, Span};
 use crate::import::Engine;
 use crate::label::Annotation;
 use crate::spec::yaml::{self, Node, Value};
-use crate::spec::{Limits, MAX_NAME_CHARS, did_you_mean};
+use crate::spec::{Input, Limit, Limits, MAX_NAME_CHARS, did_you_mean};
 
 const TOP_FIELDS: &[&str] = &["version", "engine", "operators"];
 const ENTRY_FIELDS: &[&str] = &[
@@ -182,15 +182,17 @@ impl Validator<'_> {
                         continue;
                     };
                     if items.len() > self.limits.max_components {
-                        self.error(
-                            &codes::LIMIT,
-                            value.span,
-                            format!(
-                                "the catalogue has {} entries, more than the limit of {} (--max-components)",
-                                items.len(),
-                                self.limits.max_components
-                            ),
-                            "too many entries",
+                        self.diags.push(
+                            Limit::Components
+                                .exceeded(
+                                    Input::Catalogue,
+                                    format!(
+                                        "the catalogue has {} entries, more than the limit of {} (--max-components)",
+                                        items.len(),
+                                        self.limits.max_components
+                                    ),
+                                )
+                                .at(value.span, "too many entries"),
                         );
                         continue;
                     }
@@ -421,15 +423,17 @@ impl Validator<'_> {
             return None;
         };
         if items.len() > self.limits.max_attributes {
-            self.error(
-                &codes::LIMIT,
-                node.span,
-                format!(
-                    "`{field}` has {} attributes, more than the limit of {} (--max-attributes)",
-                    items.len(),
-                    self.limits.max_attributes
-                ),
-                "too many attributes",
+            self.diags.push(
+                Limit::Attributes
+                    .exceeded(
+                        Input::Catalogue,
+                        format!(
+                            "`{field}` has {} attributes, more than the limit of {} (--max-attributes)",
+                            items.len(),
+                            self.limits.max_attributes
+                        ),
+                    )
+                    .at(node.span, "too many attributes"),
             );
             return None;
         }
