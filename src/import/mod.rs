@@ -47,6 +47,15 @@ impl Engine {
         }
     }
 
+    /// What its topology file is, as `--help` describes it.
+    pub fn about(self) -> &'static str {
+        match self {
+            Engine::KafkaStreams => "The text of Kafka Streams' `Topology#describe()`",
+            Engine::Flink => "The JSON of Flink's `StreamExecutionEnvironment#getExecutionPlan()`",
+            Engine::StormFlux => "A Storm Flux topology (YAML)",
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Engine> {
         Engine::ALL.into_iter().find(|e| e.name() == s)
     }
