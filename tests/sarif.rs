@@ -618,7 +618,7 @@ fn a_sink_named_past_the_message_cut_is_grouped_under_its_cause() {
     let rs = results(&v);
     let rules: Vec<&str> = rs.iter().map(|r| r["ruleId"].as_str().unwrap()).collect();
     assert_eq!(rules, ["C001"], "the sink is not a result of its own");
-    assert_eq!(linked_sinks(&rs[0]), [sink.clone()]);
+    assert_eq!(linked_sinks(&rs[0]), vec![sink]);
     let text = rs[0]["message"]["text"].as_str().unwrap();
     assert!(text.contains(" It makes 1 sink fail: "), "{text}");
 }
