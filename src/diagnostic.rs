@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 
 use crate::codes::Code;
+use crate::graph::{CompId, IfaceId, SinkId, SourceId, StreamId};
 
 /// A byte range in the spec text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -65,6 +66,27 @@ pub struct Note {
     pub text: Cow<'static, str>,
 }
 
+/// What a diagnostic of the analysis is about, by id in the dataflow it was made for. Reports
+/// match a diagnostic to the analysis' points of order and sink verdicts by it, never by its
+/// text: a message is cut at 400 characters, and the names it quotes can be longer (an
+/// implicit sink's name is two names of up to 256 characters each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Subject {
+    /// A point of order (C001-C003): the component's path, by its index in the component's
+    /// paths (a path is at most one point of order).
+    Point { component: CompId, path: u32 },
+    /// A sink: a failing one (C004), or a declared one no stream reaches (C009).
+    Sink(SinkId),
+    /// A source no stream leaves (C009).
+    Source(SourceId),
+    /// A component as a whole (C008: it reads state no path of it writes).
+    Component(CompId),
+    /// An interface: an input no stream feeds (C005).
+    Iface(IfaceId),
+    /// A stream (C006, C007).
+    Stream(StreamId),
+}
+
 /// One finding about a spec: its code, where it is, what it says, and what to do about it.
 /// Built with [`Diagnostic::new`] and the builder methods; every format prints it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,6 +99,9 @@ pub struct Diagnostic {
     /// The provenance chain or other related places, in order.
     pub related: Vec<Note>,
     pub help: Option<String>,
+    /// What it is about, for the analysis' diagnostics (`None` for the spec's: they are about
+    /// text, which `primary` locates).
+    pub subject: Option<Subject>,
 }
 
 /// Longest message kept, in characters; past it the message is cut with `…`.
@@ -116,7 +141,14 @@ impl Diagnostic {
             primary: None,
             related: Vec::new(),
             help: None,
+            subject: None,
         }
+    }
+
+    /// What it is about, by id (see [`Subject`]).
+    pub fn about(mut self, subject: Subject) -> Self {
+        self.subject = Some(subject);
+        self
     }
 
     /// Where it is, with the text printed under it.

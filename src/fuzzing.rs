@@ -6,7 +6,8 @@
 //! without needing nightly or libFuzzer. Not a stable API.
 
 use crate::check::{self, EXIT_CLEAN, EXIT_INVALID, FileReport, Options, Outcome};
-use crate::diagnostic::Severity;
+use crate::diagnostic::{Severity, Subject};
+use crate::label::Annotation;
 use crate::render;
 use crate::report;
 use crate::spec::Limits;
@@ -118,7 +119,46 @@ fn plan_and_draw(r: &FileReport, a: &check::Analysed, options: &Options) -> Stri
     dot + &json
 }
 
+/// Every diagnostic of the analysis says what it is about, and its subject is what its code
+/// reports (the reports group findings and attach witnesses by it); the spec's say nothing.
+fn check_subjects(a: &check::Analysed) {
+    let (df, an) = (&a.dataflow, &a.analysis);
+    let points: std::collections::HashSet<(crate::graph::CompId, u32)> = an
+        .points
+        .iter()
+        .map(|p| (p.component, p.path as u32))
+        .collect();
+    let failing: std::collections::HashSet<crate::graph::SinkId> = an
+        .sinks
+        .iter()
+        .filter(|v| v.failing)
+        .map(|v| v.sink)
+        .collect();
+    for d in &a.diagnostics {
+        let ok = match (d.code.id, d.subject) {
+            ("C001" | "C002" | "C003", Some(Subject::Point { component, path })) => {
+                points.contains(&(component, path))
+            }
+            ("C004", Some(Subject::Sink(s))) => failing.contains(&s),
+            ("C005", Some(Subject::Iface(i))) => i.index() < df.ifaces.len(),
+            ("C006" | "C007", Some(Subject::Stream(s))) => s.index() < df.streams.len(),
+            ("C008", Some(Subject::Component(c))) => c.index() < df.components.len(),
+            ("C009", Some(Subject::Source(s))) => s.index() < df.sources.len(),
+            ("C009", Some(Subject::Sink(s))) => s.index() < df.sinks.len(),
+            (id, subject) => !id.starts_with('C') && subject.is_none(),
+        };
+        assert!(
+            ok,
+            "{} has the subject {:?}: {}",
+            d.code.id, d.subject, d.message
+        );
+    }
+}
+
 fn check_diagnostics(r: &FileReport) {
+    if let Outcome::Analysed(a) = &r.outcome {
+        check_subjects(a);
+    }
     for d in r.diagnostics() {
         assert!(!d.message.is_empty(), "empty message");
         assert!(
@@ -148,7 +188,10 @@ fn check_diagnostics(r: &FileReport) {
     }
 }
 
-/// Which label a mutated path gets; `Other` writes a string that is not a label.
+/// Which label a mutated path gets; `Other` writes a string that is not a label. One variant
+/// per annotation ([`LabelChoice::of`] matches them exhaustively, so that a new annotation is
+/// a compile error there); the order of the variants is the fuzzers' encoding of a choice, so
+/// new ones go last, keeping the committed crash inputs what they were.
 #[derive(Clone, Copy, Debug)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum LabelChoice {
@@ -158,6 +201,30 @@ pub enum LabelChoice {
     Ow,
     OwWithGate,
     Other,
+}
+
+impl LabelChoice {
+    /// The choice that writes annotation `a`, without a gate.
+    pub fn of(a: Annotation) -> LabelChoice {
+        match a {
+            Annotation::CR => LabelChoice::Cr,
+            Annotation::CW => LabelChoice::Cw,
+            Annotation::OR => LabelChoice::Or,
+            Annotation::OW => LabelChoice::Ow,
+        }
+    }
+
+    /// What the choice writes: an annotation, with the gate `OwWithGate` adds, or `None` for
+    /// `Other`.
+    fn annotation(self) -> Option<Annotation> {
+        match self {
+            LabelChoice::Cr => Some(Annotation::CR),
+            LabelChoice::Cw => Some(Annotation::CW),
+            LabelChoice::Or => Some(Annotation::OR),
+            LabelChoice::Ow | LabelChoice::OwWithGate => Some(Annotation::OW),
+            LabelChoice::Other => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -401,14 +468,8 @@ fn apply(root: &mut Node, op: &Op) {
     match op {
         Op::Label(i, l) => {
             if let Some(p) = pick(&mut paths(root), *i) {
-                let (label, gate) = match l {
-                    LabelChoice::Cr => ("CR", None),
-                    LabelChoice::Cw => ("CW", None),
-                    LabelChoice::Or => ("OR", None),
-                    LabelChoice::Ow => ("OW", None),
-                    LabelChoice::OwWithGate => ("OW", Some(keys(&[0, 1]))),
-                    LabelChoice::Other => ("OW(word)", None),
-                };
+                let label = l.annotation().map_or("OW(word)", Annotation::as_str);
+                let gate = matches!(l, LabelChoice::OwWithGate).then(|| keys(&[0, 1]));
                 set_entry(p, "label", Some(s(label)));
                 if gate.is_some() {
                     set_entry(p, "gate", gate);
@@ -680,4 +741,18 @@ pub fn import_pipeline(engine: crate::import::Engine, bytes: &[u8], options: &Op
         }
     }
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every annotation has its choice, which writes that annotation.
+    #[test]
+    fn every_annotation_has_a_label_choice() {
+        for a in Annotation::ALL {
+            assert_eq!(LabelChoice::of(a).annotation(), Some(a));
+        }
+        assert_eq!(LabelChoice::Other.annotation(), None);
+    }
 }

@@ -9,6 +9,9 @@
 //! seeded planner's spec), on the same [`Rng`].
 
 use std::fmt::Write;
+use std::ops::RangeInclusive;
+
+use crate::label::Annotation;
 
 pub mod random;
 
@@ -93,6 +96,18 @@ fn key(rng: &mut Rng, max: usize) -> Vec<&'static str> {
     v
 }
 
+/// The rolls (of a draw below 100) that give a generated path each annotation: its share of
+/// the paths, in percent. A match, so that a new annotation is given its share here; the shares
+/// of [`Annotation::ALL`] cover 0..100 without overlapping (tested).
+fn rolls_for(a: Annotation) -> RangeInclusive<usize> {
+    match a {
+        Annotation::CR => 0..=44,
+        Annotation::CW => 45..=74,
+        Annotation::OW => 75..=86,
+        Annotation::OR => 87..=99,
+    }
+}
+
 /// Writes the spec as YAML text.
 pub fn generate(o: &GenOptions) -> String {
     let mut rng = Rng(o.seed);
@@ -133,13 +148,12 @@ pub fn generate(o: &GenOptions) -> String {
         out.push_str("    paths:\n");
         let path = |out: &mut String, rng: &mut Rng, from: &str, to: &str| {
             let roll = rng.below(100);
-            let (label, gated) = match roll {
-                0..=44 => ("CR", false),
-                45..=74 => ("CW", false),
-                75..=86 => ("OW", true),
-                _ => ("OR", true),
-            };
-            if gated {
+            let annotation = Annotation::ALL
+                .into_iter()
+                .find(|a| rolls_for(*a).contains(&roll))
+                .expect("the shares cover 0..100");
+            let label = annotation.as_str();
+            if !annotation.is_confluent() {
                 let gate = if rng.share(0.05) {
                     "\"*\"".to_string()
                 } else {
@@ -234,4 +248,24 @@ pub fn ring(n: usize) -> String {
         s.push_str(&format!("  - {{ from: clients, to: R{j}.request }}\n"));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every roll gives exactly one annotation, and every annotation gets some rolls.
+    #[test]
+    fn the_annotation_shares_cover_every_roll_once() {
+        for roll in 0..100 {
+            let n = Annotation::ALL
+                .iter()
+                .filter(|a| rolls_for(**a).contains(&roll))
+                .count();
+            assert_eq!(n, 1, "roll {roll}");
+        }
+        for a in Annotation::ALL {
+            assert!(!rolls_for(a).is_empty(), "{a:?}");
+        }
+    }
 }

@@ -32,6 +32,15 @@ pub fn signature(annotation: Annotation, gate: Option<Gate>, keys: &Keys) -> Str
     }
 }
 
+/// Every annotation, as a sentence offers the choice: `CR, CW, OR or OW`.
+pub fn annotation_choices() -> String {
+    let names = Annotation::ALL.map(Annotation::as_str);
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
+}
+
 /// A severity as a SARIF result's `level`.
 pub fn sarif_level(s: Severity) -> &'static str {
     match s {
@@ -61,4 +70,18 @@ pub fn noun<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
 /// ```
 pub fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", noun(n, one, many))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn annotation_choices_name_every_annotation_once() {
+        let text = annotation_choices();
+        assert_eq!(text, "CR, CW, OR or OW");
+        for a in Annotation::ALL {
+            assert_eq!(text.matches(a.as_str()).count(), 1, "{a:?} in {text}");
+        }
+    }
 }

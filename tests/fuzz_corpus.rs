@@ -5,6 +5,7 @@
 mod common;
 
 use blazes::fuzzing::{self, GateChoice, LabelChoice, Op, PathField, Rename, ScalarChoice};
+use blazes::label::Annotation;
 use common::root;
 use proptest::prelude::*;
 
@@ -71,12 +72,10 @@ fn keys() -> impl Strategy<Value = Vec<u8>> {
 
 fn op() -> impl Strategy<Value = Op> {
     let label = prop_oneof![
-        Just(LabelChoice::Cr),
-        Just(LabelChoice::Cw),
-        Just(LabelChoice::Or),
-        Just(LabelChoice::Ow),
-        Just(LabelChoice::OwWithGate),
-        Just(LabelChoice::Other)
+        Annotation::ALL.len() as u32 =>
+            proptest::sample::select(Annotation::ALL.to_vec()).prop_map(LabelChoice::of),
+        1 => Just(LabelChoice::OwWithGate),
+        1 => Just(LabelChoice::Other)
     ];
     let gate = prop_oneof![
         Just(GateChoice::Star),

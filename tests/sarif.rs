@@ -601,3 +601,24 @@ fn a_point_of_order_keeps_its_fingerprint_when_its_labels_and_text_change() {
     let (other, _) = fp_of("fp-renamed", &spec.replace("Count", "Tally"));
     assert_ne!(base, other);
 }
+
+/// An implicit sink whose name (501 characters) is longer than a message keeps is still
+/// grouped under the point of order that causes it: one C001 result linking the sink, no C004
+/// result of its own. The control: its C004 message is cut before the name ends, so a search
+/// of the message for the name (how the grouping once found a diagnostic's sink) finds nothing.
+#[test]
+fn a_sink_named_past_the_message_cut_is_grouped_under_its_cause() {
+    let (path, sink) = long_implicit_sink("sarif");
+    let spec = path.to_str().unwrap();
+    let json: Value =
+        serde_json::from_str(&stdout(&blazes(&["check", "--format", "json", spec]))).unwrap();
+    assert_message_hides_the_name(&json, &sink);
+    let (v, _, code) = sarif(&[spec]);
+    assert_eq!(code, 1);
+    let rs = results(&v);
+    let rules: Vec<&str> = rs.iter().map(|r| r["ruleId"].as_str().unwrap()).collect();
+    assert_eq!(rules, ["C001"], "the sink is not a result of its own");
+    assert_eq!(linked_sinks(&rs[0]), vec![sink]);
+    let text = rs[0]["message"]["text"].as_str().unwrap();
+    assert!(text.contains(" It makes 1 sink fail: "), "{text}");
+}

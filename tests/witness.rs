@@ -125,6 +125,45 @@ fn every_unsafe_sink_of_the_shipped_specs_has_a_witness() {
     );
 }
 
+/// An implicit sink whose name (501 characters) is longer than a message keeps gets its
+/// witness in every format that attaches one. The control: its C004 message is cut before the
+/// name ends, so a search of the message for the name (how witnesses were once attached) finds
+/// nothing.
+#[test]
+fn a_sink_named_past_the_message_cut_gets_its_witness() {
+    let (path, sink) = common::long_implicit_sink("witness");
+    let spec = path.to_str().unwrap();
+    let o = witnessed("json", &[spec], SCHEDULES);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    common::assert_message_hides_the_name(&doc, &sink);
+    assert_eq!(sinks_without_witness(&doc), Vec::<String>::new());
+    let w = doc["files"][0]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "C004")
+        .map(|d| d["witness"].clone())
+        .unwrap();
+    assert_eq!(w["observed"], "Run", "{w}");
+    let e = w["executions"].as_array().unwrap();
+    assert_ne!(e[0]["output"], e[1]["output"], "{w}");
+    let human = stdout(&witnessed("human", &[spec], SCHEDULES));
+    assert!(
+        human.contains(&format!(
+            "= point of order: {}",
+            &sink[..sink.find('.').unwrap()]
+        )),
+        "{human}"
+    );
+    assert!(
+        human.contains(&format!(
+            "witness: `{sink}` receives different contents in two schedules"
+        )),
+        "the human report shows the witness: {human}"
+    );
+}
+
 /// Removes what `--witness` adds to a JSON document: the `simulation` objects and the
 /// `witness` fields.
 fn without_witnesses(mut doc: Value) -> Value {

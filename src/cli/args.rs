@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::builder::PossibleValue;
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::import::Engine;
 use crate::label::FailOn;
 use crate::report::format::{self, CheckWrite, Format, PlanWrite};
 use crate::spec::Limits;
@@ -141,24 +142,15 @@ pub(crate) struct GenArgs {
     pub output: Option<PathBuf>,
 }
 
-/// An engine whose topology `import` and `--from` read.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum EngineArg {
-    /// The text of Kafka Streams' `Topology#describe()`.
-    KafkaStreams,
-    /// The JSON of Flink's `StreamExecutionEnvironment#getExecutionPlan()`.
-    Flink,
-    /// A Storm Flux topology (YAML).
-    StormFlux,
-}
+/// The engines whose topology `import` and `--from` read are the library's: their names and
+/// help come from [`Engine`], so that a new engine is added there alone.
+impl ValueEnum for Engine {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Engine::ALL
+    }
 
-impl From<EngineArg> for crate::import::Engine {
-    fn from(e: EngineArg) -> Self {
-        match e {
-            EngineArg::KafkaStreams => crate::import::Engine::KafkaStreams,
-            EngineArg::Flink => crate::import::Engine::Flink,
-            EngineArg::StormFlux => crate::import::Engine::StormFlux,
-        }
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()).help(self.about()))
     }
 }
 
@@ -166,7 +158,7 @@ impl From<EngineArg> for crate::import::Engine {
 pub(crate) struct ImportArgs {
     /// The engine whose topology FILE is.
     #[arg(value_enum)]
-    pub engine: EngineArg,
+    pub engine: Engine,
     /// The topology file; `-` reads standard input.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
@@ -190,7 +182,7 @@ pub(crate) struct FromArgs {
     /// Read each file as a topology of this engine (see `blazes import`) instead of a spec;
     /// diagnostics are located in the file.
     #[arg(long, value_enum, value_name = "ENGINE")]
-    pub from: Option<EngineArg>,
+    pub from: Option<Engine>,
     /// With --from: a user catalogue (YAML) whose entries override the built-in catalogue's.
     #[arg(long, value_name = "CATALOG", requires = "from")]
     pub catalog: Option<PathBuf>,
@@ -511,5 +503,46 @@ impl<W: Registry> ValueEnum for &'static Format<W> {
             Some(help) => value.help(help),
             None => value,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+    use crate::spec::Limit;
+
+    /// Each limit's S011 names a flag `check` takes, with the value name its help shows.
+    #[test]
+    fn every_limit_names_a_flag_of_the_cli() {
+        let cli = Cli::command();
+        let check = cli.find_subcommand("check").expect("check is a subcommand");
+        for limit in Limit::ALL {
+            let arg = check
+                .get_arguments()
+                .find(|a| a.get_long().map(|l| format!("--{l}")).as_deref() == Some(limit.flag()))
+                .unwrap_or_else(|| panic!("{limit:?}: no {} on check", limit.flag()));
+            let names: Vec<String> = arg
+                .get_value_names()
+                .unwrap_or_default()
+                .iter()
+                .map(|n| n.to_string())
+                .collect();
+            assert_eq!(names, [limit.value_name()], "{limit:?}");
+        }
+    }
+
+    /// `import`'s ENGINE accepts every engine by its name, and nothing else.
+    #[test]
+    fn the_engines_of_the_cli_are_the_library_s() {
+        for e in Engine::ALL {
+            let cli = Cli::try_parse_from(["blazes", "import", e.name(), "t.txt"]).unwrap();
+            let Command::Import(args) = cli.command else {
+                panic!("not import")
+            };
+            assert_eq!(args.engine, e);
+        }
+        assert!(Cli::try_parse_from(["blazes", "import", "spark", "t.txt"]).is_err());
     }
 }

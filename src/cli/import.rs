@@ -90,11 +90,11 @@ pub(crate) fn check_files(
         .at(Span::new(0, 0), "");
         return vec![invalid_report("<stdin>".into(), String::new(), vec![d])];
     }
-    match load_catalog(engine.into(), from.catalog.as_deref(), &options.limits) {
+    match load_catalog(engine, from.catalog.as_deref(), &options.limits) {
         Err(report) => vec![*report],
         Ok(catalog) => files
             .iter()
-            .map(|f| import_and_check(engine.into(), f, &catalog, options))
+            .map(|f| import_and_check(engine, f, &catalog, options))
             .collect(),
     }
 }
@@ -119,7 +119,7 @@ fn import_and_check(
 }
 
 pub(crate) fn run(args: &ImportArgs) -> i32 {
-    let engine: Engine = args.engine.into();
+    let engine = args.engine;
     let limits = args.limits.limits();
     if let Some(out) = &args.output {
         for (what, input) in [

@@ -14,6 +14,7 @@
 //! small size and shape of their own.
 
 use super::Rng;
+use crate::label::Annotation;
 
 /// A path of a [`RandomComponent`], as indexes into the vocabularies.
 #[derive(Clone, Debug)]
@@ -59,8 +60,8 @@ pub const INPUTS: [&str; 3] = ["a", "b", "c"];
 pub const OUTPUTS: [&str; 2] = ["x", "y"];
 /// The attributes gates, seals and orders index.
 pub const ATTRS: [&str; 3] = ["k1", "k2", "k3"];
-/// The annotations a [`RandomPath`]'s `label` indexes.
-pub const LABELS: [&str; 4] = ["CR", "CW", "OR", "OW"];
+/// The annotations a [`RandomPath`]'s `label` indexes: every annotation.
+pub const LABELS: [Annotation; Annotation::ALL.len()] = Annotation::ALL;
 
 impl RandomSpec {
     fn inputs_of(&self, c: usize) -> Vec<usize> {
@@ -136,11 +137,12 @@ impl RandomSpec {
             }
             s.push_str("    paths:\n");
             for p in &c.paths {
-                let label = LABELS[p.label];
-                let gate = match (&p.gate, label) {
-                    (_, "CR" | "CW") => String::new(),
-                    (Some(g), _) => format!(", gate: [{}]", names(g)),
-                    (None, _) => ", gate: \"*\"".to_string(),
+                let annotation = LABELS[p.label];
+                let label = annotation.as_str();
+                let gate = match &p.gate {
+                    _ if annotation.is_confluent() => String::new(),
+                    Some(g) => format!(", gate: [{}]", names(g)),
+                    None => ", gate: \"*\"".to_string(),
                 };
                 s.push_str(&format!(
                     "      - {{ from: {}, to: {}, label: {label}{gate} }}\n",
@@ -224,8 +226,9 @@ pub fn seeded(seed: u64) -> String {
         for i in 0..n_in {
             let o = r.below(n_out);
             written[o] = true;
-            let label = ["CR", "CW", "OR", "OW"][r.below(4)];
-            let gate = if label.starts_with('O') {
+            let annotation = Annotation::ALL[r.below(Annotation::ALL.len())];
+            let label = annotation.as_str();
+            let gate = if !annotation.is_confluent() {
                 if r.chance(15) {
                     ", gate: \"*\"".to_string()
                 } else {

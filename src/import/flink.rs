@@ -20,8 +20,8 @@ use std::collections::HashMap;
 use super::{Edge, External, Operator, Partition, Topology, invalid};
 use crate::codes;
 use crate::diagnostic::{Diagnostic, Span};
-use crate::spec::Limits;
 use crate::spec::yaml::{self, Node, Value};
+use crate::spec::{Input, Limit, Limits};
 
 pub(crate) fn get<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
     match &node.value {
@@ -99,16 +99,16 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
     };
     if items.len() > limits.max_components {
         return Err(vec![
-            Diagnostic::new(
-                &codes::LIMIT,
-                format!(
-                    "the plan has {} nodes, more than the limit of {} (--max-components)",
-                    items.len(),
-                    limits.max_components
-                ),
-            )
-            .at(nodes_node.span, "too many nodes")
-            .help("if this file is trusted, raise the limit with --max-components N"),
+            Limit::Components
+                .exceeded(
+                    Input::Topology,
+                    format!(
+                        "the plan has {} nodes, more than the limit of {} (--max-components)",
+                        items.len(),
+                        limits.max_components
+                    ),
+                )
+                .at(nodes_node.span, "too many nodes"),
         ]);
     }
     // Each node: its id, its operators (first and last index), its inputs.

@@ -22,7 +22,7 @@ pub mod storm_flux;
 use crate::check::{self, FileReport, Options, Outcome};
 use crate::codes;
 use crate::diagnostic::{self, Diagnostic, Span};
-use crate::spec::Limits;
+use crate::spec::{Input, Limit, Limits};
 
 pub use catalog::Catalog;
 pub use emit::SourceMap;
@@ -44,6 +44,15 @@ impl Engine {
             Engine::KafkaStreams => "kafka-streams",
             Engine::Flink => "flink",
             Engine::StormFlux => "storm-flux",
+        }
+    }
+
+    /// What its topology file is, as `--help` describes it.
+    pub fn about(self) -> &'static str {
+        match self {
+            Engine::KafkaStreams => "The text of Kafka Streams' `Topology#describe()`",
+            Engine::Flink => "The JSON of Flink's `StreamExecutionEnvironment#getExecutionPlan()`",
+            Engine::StormFlux => "A Storm Flux topology (YAML)",
         }
     }
 
@@ -212,15 +221,15 @@ fn prefix(s: &str) -> &str {
 pub fn decode(bytes: &[u8], limits: &Limits) -> Result<String, Vec<Diagnostic>> {
     if bytes.len() > limits.max_bytes {
         return Err(vec![
-            Diagnostic::new(
-                &codes::LIMIT,
-                format!(
-                    "the file is larger than the limit of {} bytes (--max-file-size)",
-                    limits.max_bytes
-                ),
-            )
-            .at(Span::new(0, 0), "file too large")
-            .help("if this file is trusted, raise the limit with --max-file-size BYTES"),
+            Limit::FileSize
+                .exceeded(
+                    Input::Topology,
+                    format!(
+                        "the file is larger than the limit of {} bytes (--max-file-size)",
+                        limits.max_bytes
+                    ),
+                )
+                .at(Span::new(0, 0), "file too large"),
         ]);
     }
     match std::str::from_utf8(bytes) {
@@ -304,4 +313,42 @@ pub fn stem(path: &str) -> String {
         .map(|s| s.split('.').next().unwrap_or(s).to_string())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "topology".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every S011 of an import (a topology file, a catalogue) says, as the spec's do, how to
+    /// raise its limit and where it is explained.
+    #[test]
+    fn import_limits_say_how_to_raise_them() {
+        let tight = Limits {
+            max_bytes: 4,
+            max_components: 1,
+            ..Limits::default()
+        };
+        let mut diags = decode(b"hello", &tight).unwrap_err();
+        let catalogue = "version: 1\nengine: flink\noperators:\n  - { class: A, label: CR, reason: a }\n  - { class: B, label: CR, reason: b }\n";
+        let loose = Limits {
+            max_components: 1,
+            ..Limits::default()
+        };
+        diags
+            .extend(Catalog::load(Engine::Flink, Some(("c.yaml", catalogue)), &loose).unwrap_err());
+        let limits: Vec<_> = diags.iter().filter(|d| d.code.id == "S011").collect();
+        assert_eq!(limits.len(), 2, "{diags:#?}");
+        assert_eq!(
+            limits[0].help.as_deref(),
+            Some(
+                "if this file is trusted, raise the limit with --max-file-size BYTES; see `blazes explain S011`"
+            )
+        );
+        assert_eq!(
+            limits[1].help.as_deref(),
+            Some(
+                "if this catalogue is trusted, raise the limit with --max-components N; see `blazes explain S011`"
+            )
+        );
+    }
 }

@@ -22,8 +22,8 @@ use super::flink::get;
 use super::{Edge, External, Operator, Partition, Topology, invalid};
 use crate::codes;
 use crate::diagnostic::{Diagnostic, Span};
-use crate::spec::Limits;
 use crate::spec::yaml::{self, Node, Value};
+use crate::spec::{Input, Limit, Limits};
 
 const GROUPINGS: &[&str] = &[
     "ALL",
@@ -129,30 +129,30 @@ pub fn parse(source: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
     }
     if spouts.len() + bolts.len() > limits.max_components {
         return Err(vec![
-            Diagnostic::new(
-                &codes::LIMIT,
-                format!(
-                    "the topology has {} spouts and bolts, more than the limit of {} (--max-components)",
-                    spouts.len() + bolts.len(),
-                    limits.max_components
-                ),
-            )
-            .at(Span::new(root.span.offset, 0), "too many components")
-            .help("if this file is trusted, raise the limit with --max-components N"),
+            Limit::Components
+                .exceeded(
+                    Input::Topology,
+                    format!(
+                        "the topology has {} spouts and bolts, more than the limit of {} (--max-components)",
+                        spouts.len() + bolts.len(),
+                        limits.max_components
+                    ),
+                )
+                .at(Span::new(root.span.offset, 0), "too many components"),
         ]);
     }
     if streams.len() > limits.max_streams {
         return Err(vec![
-            Diagnostic::new(
-                &codes::LIMIT,
-                format!(
-                    "the topology has {} streams, more than the limit of {} (--max-streams)",
-                    streams.len(),
-                    limits.max_streams
-                ),
-            )
-            .at(Span::new(root.span.offset, 0), "too many streams")
-            .help("if this file is trusted, raise the limit with --max-streams N"),
+            Limit::Streams
+                .exceeded(
+                    Input::Topology,
+                    format!(
+                        "the topology has {} streams, more than the limit of {} (--max-streams)",
+                        streams.len(),
+                        limits.max_streams
+                    ),
+                )
+                .at(Span::new(root.span.offset, 0), "too many streams"),
         ]);
     }
     let mut operators: Vec<Operator> = Vec::new();

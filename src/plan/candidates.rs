@@ -105,12 +105,17 @@ fn candidates_with(
             let path = &c.paths[p.path];
             match (p.kind, path.annotation) {
                 (PointKind::Taint, Annotation::OW) => at_input[path.input.index()].push(pi),
-                (PointKind::NdRead, _) => {
+                (
+                    PointKind::NdRead,
+                    Annotation::CR | Annotation::CW | Annotation::OR | Annotation::OW,
+                ) => {
                     for w in c.paths.iter().filter(|w| w.annotation.writes()) {
                         at_input[w.input.index()].push(pi);
                     }
                 }
-                _ => {}
+                // A write point on another path is the `Inst` it writes (C003): a seal
+                // arriving at its input does not fix it.
+                (PointKind::Taint, Annotation::CR | Annotation::CW | Annotation::OR) => {}
             }
         }
         let mut seen = vec![false; df.ifaces.len()];

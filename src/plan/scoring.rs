@@ -53,7 +53,8 @@ pub fn local_score(
                 .filter(|w| w.annotation.writes())
                 .map(|w| arrivals(w.input, gate))
                 .sum(),
-            _ => 0,
+            // A confluent path's point is an `Inst` written (C003): no seal fixes it.
+            Annotation::CR | Annotation::CW => 0,
         };
     }
     (points, unsealed)

@@ -14,7 +14,9 @@ use std::collections::HashMap;
 
 use crate::analysis::{self, PointsByComponent};
 use crate::check::{FileReport, Outcome};
-use crate::diagnostic::{Diagnostic, Severity, Span};
+use crate::codes::UNSAFE_SINK;
+use crate::diagnostic::{Diagnostic, Severity, Span, Subject};
+use crate::graph::CompId;
 
 /// What a finding reports, beyond its diagnostic.
 #[derive(Debug)]
@@ -125,45 +127,27 @@ fn file_findings(file: usize, a: &crate::check::Analysed, out: &mut Vec<Finding>
         cause[vi] = analysis::sink_cause(df, &an.labels, &an.points, &by_component, v, &chain)
             .map(|p| p as u32);
     }
-    // Diagnostics to what they report. A span alone is not enough: YAML aliases can give two
-    // paths (or two implicit sinks) the same span, so the name in the message decides.
-    let mut points_at: HashMap<Span, Vec<u32>> = HashMap::new();
+    // Diagnostics to what they report, by their subject (never by their text: a message is
+    // cut, and the names it quotes can be longer than the cut).
+    let mut point_of: HashMap<(CompId, u32), u32> = HashMap::with_capacity(an.points.len());
     for (i, p) in an.points.iter().enumerate() {
-        let path = &df.component(p.component).paths[p.path];
-        points_at.entry(path.label_span).or_default().push(i as u32);
+        point_of.insert((p.component, p.path as u32), i as u32);
     }
-    let mut sinks_at: HashMap<Span, Vec<u32>> = HashMap::new();
+    let mut verdict_of: Vec<Option<u32>> = vec![None; df.sinks.len()];
     for (vi, v) in an.sinks.iter().enumerate().filter(|(_, v)| v.failing) {
-        sinks_at
-            .entry(df.sinks[v.sink.index()].span)
-            .or_default()
-            .push(vi as u32);
+        verdict_of[v.sink.index()] = Some(vi as u32);
     }
     let mut point_diag: Vec<Option<u32>> = vec![None; an.points.len()];
     let mut sink_diag: Vec<Option<u32>> = vec![None; an.sinks.len()];
     for (di, d) in a.diagnostics.iter().enumerate() {
-        let Some(span) = d.primary.as_ref().map(|n| n.span) else {
-            continue;
-        };
-        match d.code.id {
-            "C001" | "C002" | "C003" => {
-                let found = points_at.get(&span).into_iter().flatten().find(|&&p| {
-                    let name = &df.component(an.points[p as usize].component).name;
-                    point_diag[p as usize].is_none()
-                        && d.message
-                            .strip_prefix(name.as_str())
-                            .is_some_and(|rest| rest.starts_with(' '))
-                });
-                if let Some(&p) = found {
+        match d.subject {
+            Some(Subject::Point { component, path }) => {
+                if let Some(&p) = point_of.get(&(component, path)) {
                     point_diag[p as usize] = Some(di as u32);
                 }
             }
-            "C004" => {
-                let found = sinks_at.get(&span).into_iter().flatten().find(|&&vi| {
-                    let name = &df.sinks[an.sinks[vi as usize].sink.index()].name;
-                    sink_diag[vi as usize].is_none() && d.message.contains(&format!("`{name}` "))
-                });
-                if let Some(&vi) = found {
+            Some(Subject::Sink(s)) if d.code == &UNSAFE_SINK => {
+                if let Some(vi) = verdict_of[s.index()] {
                     sink_diag[vi as usize] = Some(di as u32);
                 }
             }
@@ -416,6 +400,51 @@ mod tests {
         // Negative control: keeping the first ones in output order is not the most severe.
         let first: Vec<bool> = (0..found.len()).map(|i| i < 50).collect();
         assert!(!keeps_the_most_severe(&found, &first));
+    }
+
+    /// A failing implicit sink whose name is longer than a message keeps (its C004 message is
+    /// cut inside the name) is grouped under its point by the diagnostic's subject; the
+    /// control: without the subject, the same C004 is a finding of its own.
+    #[test]
+    fn sinks_are_grouped_by_subject_not_by_text() {
+        let (component, output) = ("C".repeat(250), "o".repeat(250));
+        let text = format!(
+            "sources:\n  s: {{}}\ncomponents:\n  {component}:\n    paths:\n      - {{ from: i, to: {output}, label: OW, gate: [k] }}\nstreams:\n  - {{ from: s, to: {component}.i }}\n"
+        );
+        let mut reports = vec![check::check_bytes(
+            "long.yaml",
+            text.as_bytes(),
+            &Options::default(),
+        )];
+        let Outcome::Analysed(a) = &reports[0].outcome else {
+            panic!("not analysed: {:?}", reports[0].diagnostics());
+        };
+        let sink = &a.dataflow.sinks[0];
+        assert_eq!(sink.name.chars().count(), 501);
+        let c004 = a
+            .diagnostics
+            .iter()
+            .position(|d| d.code.id == "C004")
+            .unwrap();
+        assert!(!a.diagnostics[c004].message.contains(&sink.name));
+        let kinds = |reports: &[FileReport]| -> Vec<(&'static str, usize)> {
+            findings(reports)
+                .iter()
+                .map(|f| {
+                    let sinks = match &f.kind {
+                        Kind::Point { sinks, .. } => sinks.len(),
+                        Kind::Sink { .. } | Kind::Other => 0,
+                    };
+                    (diagnostic(reports, f).code.id, sinks)
+                })
+                .collect()
+        };
+        assert_eq!(kinds(&reports), [("C001", 1)]);
+        let Outcome::Analysed(a) = &mut reports[0].outcome else {
+            unreachable!()
+        };
+        a.diagnostics[c004].subject = None;
+        assert_eq!(kinds(&reports), [("C004", 0), ("C001", 0)]);
     }
 
     #[test]

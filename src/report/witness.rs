@@ -4,12 +4,11 @@
 //! format: the point of order, the input records, the deliveries there in the two executions
 //! (or instances), and the two outputs.
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 
 use crate::check::Analysed;
-use crate::diagnostic::Span;
+use crate::codes::UNSAFE_SINK;
+use crate::diagnostic::Subject;
 use crate::simulate::{Observed, Side, Simulation, SinkResult, Witness};
 
 /// The simulations behind `blazes check --witness`, one per report (`None` for an invalid
@@ -61,30 +60,13 @@ fn thousands(n: usize) -> String {
 }
 
 /// For each diagnostic of an analysed spec, the sink (an index into the dataflow's sinks) its
-/// C004 reports, if it is one. A span alone is not enough (YAML aliases can give two sinks the
-/// same span): the name the message quotes decides, as [`super::grouped`] matches them.
+/// C004 reports, if it is one: the diagnostic's subject, as [`super::grouped`] matches them.
 pub fn c004_sinks(a: &Analysed) -> Vec<Option<usize>> {
-    let (df, an) = (&a.dataflow, &a.analysis);
-    let mut at: HashMap<Span, Vec<usize>> = HashMap::new();
-    for v in an.sinks.iter().filter(|v| v.failing) {
-        at.entry(df.sinks[v.sink.index()].span)
-            .or_default()
-            .push(v.sink.index());
-    }
-    let mut taken = vec![false; df.sinks.len()];
     a.diagnostics
         .iter()
-        .map(|d| {
-            if d.code.id != "C004" {
-                return None;
-            }
-            let span = d.primary.as_ref()?.span;
-            let &s = at
-                .get(&span)?
-                .iter()
-                .find(|&&s| !taken[s] && d.message.contains(&format!("`{}` ", df.sinks[s].name)))?;
-            taken[s] = true;
-            Some(s)
+        .map(|d| match d.subject {
+            Some(Subject::Sink(s)) if d.code == &UNSAFE_SINK => Some(s.index()),
+            _ => None,
         })
         .collect()
 }

@@ -22,7 +22,7 @@ use crate::diagnostic::{Diagnostic, Span};
 use crate::label::{Annotation, Tolerance};
 pub use suggest::{did_you_mean, edit_distance};
 use validator::Validator;
-pub use yaml::Limits;
+pub use yaml::{Input, Limit, Limits};
 
 /// A name with where it was written.
 #[derive(Clone, Debug, PartialEq, Eq)]

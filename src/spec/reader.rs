@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use super::yaml::{Consumer, Node, Take, Value};
+use super::yaml::{Consumer, Limit, Node, Take, Value};
 use super::{ComponentDecl, Name, SinkDecl, SourceDecl, Spec, StreamDecl, Validator};
 use crate::codes;
 use crate::diagnostic::{Diagnostic, Span};
@@ -85,7 +85,7 @@ impl<T> Part<T> {
         v: &mut Validator,
         (one, many): (&str, &str),
         limit: usize,
-        flag: &str,
+        which: Limit,
     ) -> Option<Vec<T>> {
         v.diags.extend(self.diags);
         if let Some(over) = self.over {
@@ -96,7 +96,7 @@ impl<T> Part<T> {
                     self.count,
                     crate::vocabulary::noun(self.count, one, many)
                 ),
-                flag,
+                which,
             );
             return None;
         }
@@ -301,7 +301,7 @@ impl<'t> Reader<'t> {
             let limit = v.limits.max_components;
             let components = std::mem::take(&mut self.components);
             let Some(items) =
-                components.finish(v, ("component", "components"), limit, "--max-components")
+                components.finish(v, ("component", "components"), limit, Limit::Components)
             else {
                 return;
             };
@@ -310,7 +310,7 @@ impl<'t> Reader<'t> {
 
         let limit = v.limits.max_streams;
         let streams = std::mem::take(&mut self.streams);
-        let Some(items) = streams.finish(v, ("stream", "streams"), limit, "--max-streams") else {
+        let Some(items) = streams.finish(v, ("stream", "streams"), limit, Limit::Streams) else {
             return;
         };
         spec.streams = items;

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::yaml::{Limits, Node, Value};
+use super::yaml::{Input, Limit, Limits, Node, Value};
 use super::{KeyList, MAX_NAME_CHARS, Name, Spec, did_you_mean};
 use crate::codes::{self, Code};
 use crate::diagnostic::{Diagnostic, Span};
@@ -90,12 +90,10 @@ impl Validator<'_> {
         }
     }
 
-    pub(super) fn limit(&mut self, span: Span, message: String, flag: &str) {
-        let d = Diagnostic::new(&codes::LIMIT, message)
-            .at(Span::char_at(self.text, span.offset), "limit reached here")
-            .help(format!(
-                "if this spec is trusted, raise the limit with {flag} N; see `blazes explain S011`"
-            ));
+    pub(super) fn limit(&mut self, span: Span, message: String, limit: Limit) {
+        let d = limit
+            .exceeded(Input::Spec, message)
+            .at(Span::char_at(self.text, span.offset), "limit reached here");
         self.push(d);
     }
 
@@ -346,7 +344,7 @@ impl Validator<'_> {
                     crate::vocabulary::noun(items.len(), "attribute", "attributes"),
                     self.limits.max_attributes
                 ),
-                "--max-attributes",
+                Limit::Attributes,
             );
             return None;
         }

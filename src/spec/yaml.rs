@@ -58,6 +58,86 @@ impl Default for Limits {
     }
 }
 
+/// One of the [`Limits`], named by the flag that raises it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    FileSize,
+    Depth,
+    Nodes,
+    Aliases,
+    Components,
+    Streams,
+    Attributes,
+}
+
+/// What was being read when a limit was reached: the help of its S011 asks whether it is
+/// trusted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// A spec.
+    Spec,
+    /// An engine's topology file (`blazes import`, `--from`).
+    Topology,
+    /// A catalogue of operators.
+    Catalogue,
+}
+
+impl Limit {
+    /// Every limit, in the order of [`Limits`]' fields.
+    pub const ALL: [Limit; 7] = [
+        Limit::FileSize,
+        Limit::Depth,
+        Limit::Nodes,
+        Limit::Aliases,
+        Limit::Components,
+        Limit::Streams,
+        Limit::Attributes,
+    ];
+
+    /// The flag that raises it (`--max-depth`).
+    pub fn flag(self) -> &'static str {
+        match self {
+            Limit::FileSize => "--max-file-size",
+            Limit::Depth => "--max-depth",
+            Limit::Nodes => "--max-nodes",
+            Limit::Aliases => "--max-aliases",
+            Limit::Components => "--max-components",
+            Limit::Streams => "--max-streams",
+            Limit::Attributes => "--max-attributes",
+        }
+    }
+
+    /// The flag's value as `--help` names it (`BYTES` for the file size, else `N`).
+    pub fn value_name(self) -> &'static str {
+        match self {
+            Limit::FileSize => "BYTES",
+            Limit::Depth
+            | Limit::Nodes
+            | Limit::Aliases
+            | Limit::Components
+            | Limit::Streams
+            | Limit::Attributes => "N",
+        }
+    }
+
+    /// The S011 diagnostic of this limit, reached while reading `input`: `message` says what
+    /// is over the limit, the help how to raise it and where it is explained. The one place an
+    /// S011 is made; the caller locates it (`at`).
+    pub fn exceeded(self, input: Input, message: impl Into<String>) -> Diagnostic {
+        let what = match input {
+            Input::Spec => "spec",
+            Input::Topology => "file",
+            Input::Catalogue => "catalogue",
+        };
+        Diagnostic::new(&codes::LIMIT, message).help(format!(
+            "if this {what} is trusted, raise the limit with {} {}; see `blazes explain {}`",
+            self.flag(),
+            self.value_name(),
+            codes::LIMIT.id
+        ))
+    }
+}
+
 /// A YAML value: a scalar as YAML 1.2's core schema reads it, or a collection of nodes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -250,16 +330,16 @@ impl<'t> Settle<'t> {
 fn too_large(text: &str, limits: &Limits) -> Option<Box<Diagnostic>> {
     (text.len() > limits.max_bytes).then(|| {
         Box::new(
-            Diagnostic::new(
-                &codes::LIMIT,
-                // The CLI stops reading one byte past the limit, so the true size is unknown.
-                format!(
-                    "the spec is larger than {} bytes, the file size limit",
-                    limits.max_bytes
-                ),
-            )
-            .at(Span::new(0, 0), "file too large")
-            .help("if this spec is trusted, raise the limit with --max-file-size BYTES; see `blazes explain S011`"),
+            Limit::FileSize
+                .exceeded(
+                    Input::Spec,
+                    // The CLI stops reading one byte past the limit, so the true size is unknown.
+                    format!(
+                        "the spec is larger than {} bytes, the file size limit",
+                        limits.max_bytes
+                    ),
+                )
+                .at(Span::new(0, 0), "file too large"),
         )
     })
 }
@@ -456,7 +536,7 @@ pub fn on_reader_stack<R: Send>(limits: &Limits, read: impl FnOnce() -> R + Send
 }
 
 /// Which limit a reader error is, if it is one: (what, value, flag).
-fn limit_of(e: &serde_saphyr::Error, limits: &Limits) -> Option<(String, &'static str)> {
+fn limit_of(e: &serde_saphyr::Error, limits: &Limits) -> Option<(String, Limit)> {
     use serde_saphyr::Error as E;
     use serde_saphyr::budget::BudgetBreach as B;
     let mut e = e;
@@ -469,28 +549,28 @@ fn limit_of(e: &serde_saphyr::Error, limits: &Limits) -> Option<(String, &'stati
             "the spec's aliases (`*name`) and merge keys expand to more than {} YAML events, the alias expansion limit",
             limits.max_aliases
         ),
-        "--max-aliases",
+        Limit::Aliases,
     );
     let depth = (
         format!(
             "the spec nests lists and mappings deeper than {} levels, the depth limit",
             limits.max_depth
         ),
-        "--max-depth",
+        Limit::Depth,
     );
     let nodes = (
         format!(
             "the spec has more than {} YAML nodes, the node limit",
             limits.max_nodes
         ),
-        "--max-nodes",
+        Limit::Nodes,
     );
     let bytes = (
         format!(
             "the spec's text exceeds {} bytes, the file size limit",
             limits.max_bytes
         ),
-        "--max-file-size",
+        Limit::FileSize,
     );
     Some(match e {
         E::AliasReplayLimitExceeded { .. }
@@ -524,12 +604,10 @@ fn convert_error(
         index.offset(text, l.line() as usize, l.column() as usize)
     });
     let span = Span::char_at(text, offset);
-    if let Some((message, flag)) = limit_of(e, limits) {
-        return Diagnostic::new(&codes::LIMIT, message)
-            .at(span, "limit reached here")
-            .help(format!(
-                "if this spec is trusted, raise the limit with {flag} N; see `blazes explain S011`"
-            ));
+    if let Some((message, limit)) = limit_of(e, limits) {
+        return limit
+            .exceeded(Input::Spec, message)
+            .at(span, "limit reached here");
     }
     if let serde_saphyr::Error::MultipleDocuments { .. } = e.without_snippet() {
         // Point at the `---` that starts the second document rather than at its first line.

@@ -123,3 +123,65 @@ pub fn require_dot() -> bool {
         "Debian/Ubuntu: `apt-get install graphviz`, macOS: `brew install graphviz`",
     )
 }
+
+/// A spec whose implicit sink's name (`Countc…c.countso…o`, 501 characters: two names of 250)
+/// is longer than the 400 characters a diagnostic's message keeps, failed by the unordered
+/// write (C001) of the component whose output it is. Written into a fresh directory of the
+/// target's temporary directory, named after `test`; returns the file and the sink's name.
+pub fn long_implicit_sink(test: &str) -> (PathBuf, String) {
+    let component = format!("Count{}", "c".repeat(245));
+    let output = format!("counts{}", "o".repeat(244));
+    let spec = format!(
+        "name: long-implicit-sink
+sources:
+  tweets: {{}}
+components:
+  Splitter:
+    paths:
+      - {{ from: tweets, to: words, label: CR }}
+  {component}:
+    paths:
+      - {{ from: words, to: {output}, label: OW, gate: [word, batch] }}
+streams:
+  - {{ from: tweets, to: Splitter.tweets }}
+  - {{ from: Splitter.words, to: {component}.words }}
+"
+    );
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("long-sink-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("long-implicit-sink.yaml");
+    std::fs::write(&path, spec).unwrap();
+    (path, format!("{component}.{output}"))
+}
+
+/// The C004 messages of a `check --format json` document.
+pub fn c004_messages(doc: &serde_json::Value) -> Vec<String> {
+    doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| f["diagnostics"].as_array().unwrap())
+        .filter(|d| d["code"] == "C004")
+        .map(|d| d["message"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Negative control of the tests on [`long_implicit_sink`]: its C004 message is cut before
+/// the sink's name ends, so searching the message for the name, as the reports once matched a
+/// diagnostic to its sink, cannot find it.
+pub fn assert_message_hides_the_name(doc: &serde_json::Value, sink: &str) {
+    assert_eq!(sink.chars().count(), 501);
+    let messages = c004_messages(doc);
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    let m = &messages[0];
+    assert!(m.ends_with('…'), "the message is cut: {m}");
+    assert_eq!(m.chars().count(), 401, "400 characters and the ellipsis");
+    assert!(m.starts_with("implicit sink `Countc"), "{m}");
+    assert!(
+        !m.contains(&format!("`{sink}` ")),
+        "a text search finds nothing"
+    );
+    assert!(!m.contains(sink), "not even the bare name");
+}

@@ -1,7 +1,7 @@
 //! C004 `unsafe-sink`: a sink receives a label worse than it tolerates. The one finding that
 //! fails `check`; its help names the point of order that causes it (the culprit).
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Subject};
 use crate::graph::{Dataflow, Sink, StreamId};
 use crate::label::{FailOn, Tolerance, show};
 
@@ -53,7 +53,8 @@ pub(super) fn finding(
         ),
     )
     .at(sink.span, format!("receives {l}"))
-    .help(help);
+    .help(help)
+    .about(Subject::Sink(v.sink));
     (d, chain)
 }
 

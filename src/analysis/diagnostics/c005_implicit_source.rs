@@ -1,7 +1,7 @@
 //! C005 `implicit-source`: an input no stream feeds, treated as an external `Async` source.
 
-use crate::diagnostic::Diagnostic;
-use crate::graph::Dataflow;
+use crate::diagnostic::{Diagnostic, Subject};
+use crate::graph::{Dataflow, IfaceId};
 
 use super::super::rules::is_unfed_input;
 
@@ -15,11 +15,17 @@ crate::codes::code! {
 
 /// A warning per input that no stream feeds.
 pub(super) fn check(df: &Dataflow, out: &mut Vec<Diagnostic>) {
-    for f in df.ifaces.iter().filter(|f| is_unfed_input(f)) {
+    for (i, f) in df
+        .ifaces
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| is_unfed_input(f))
+    {
         let c = &df.components[f.component.index()];
         out.push(
             Diagnostic::new(&IMPLICIT_SOURCE, format!("input `{}.{}` has no stream into it, so it is an external source labelled Async", c.name, f.name))
                 .at(f.span, "no stream feeds this input")
+                .about(Subject::Iface(IfaceId(i as u32)))
                 .help(format!("declare the source under `sources:` and add `- {{ from: <source>, to: {}.{} }}` to `streams:`", c.name, f.name)),
         );
     }

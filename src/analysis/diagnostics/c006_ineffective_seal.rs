@@ -1,8 +1,8 @@
 //! C006 `ineffective-seal`: a `seal:` declared on a stream whose contents are not
 //! deterministic.
 
-use crate::diagnostic::Diagnostic;
-use crate::graph::{Dataflow, Producer};
+use crate::diagnostic::{Diagnostic, Subject};
+use crate::graph::{Dataflow, Producer, StreamId};
 use crate::label::Label;
 
 use super::super::Labels;
@@ -19,7 +19,7 @@ crate::codes::code! {
 /// A warning per stream whose `seal:` declaration changes nothing (see
 /// [`stream_label`](super::super::stream_label)).
 pub(super) fn check(df: &Dataflow, labels: &Labels, out: &mut Vec<Diagnostic>) {
-    for s in &df.streams {
+    for (i, s) in df.streams.iter().enumerate() {
         let produced = match s.from {
             Producer::Source(k) => Some(Label::of_source(df.sources[k.index()].seal)),
             Producer::Output(o) => labels.iface[o.index()],
@@ -30,6 +30,7 @@ pub(super) fn check(df: &Dataflow, labels: &Labels, out: &mut Vec<Diagnostic>) {
             out.push(
                 Diagnostic::new(&INEFFECTIVE_SEAL, format!("stream {} -> {} declares a seal, but it carries {}, so the seal changes nothing", s.from_text, s.to_text, l.display(&df.keys)))
                     .at(span, "seal on a nondeterministic stream")
+                    .about(Subject::Stream(StreamId(i as u32)))
                     .help("fix the point of order upstream of this stream first"),
             );
         }

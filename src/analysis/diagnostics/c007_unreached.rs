@@ -1,7 +1,7 @@
 //! C007 `unreached`: a stream no source reaches, which keeps no label.
 
-use crate::diagnostic::Diagnostic;
-use crate::graph::Dataflow;
+use crate::diagnostic::{Diagnostic, Subject};
+use crate::graph::{Dataflow, StreamId};
 
 use super::super::Labels;
 
@@ -15,7 +15,7 @@ crate::codes::code! {
 
 /// A warning per stream without a label at the fixpoint.
 pub(super) fn check(df: &Dataflow, labels: &Labels, out: &mut Vec<Diagnostic>) {
-    for (s, l) in df.streams.iter().zip(&labels.stream) {
+    for (i, (s, l)) in df.streams.iter().zip(&labels.stream).enumerate() {
         if l.is_none() {
             out.push(
                 Diagnostic::new(
@@ -23,6 +23,7 @@ pub(super) fn check(df: &Dataflow, labels: &Labels, out: &mut Vec<Diagnostic>) {
                     format!("no source reaches stream {} -> {}", s.from_text, s.to_text),
                 )
                 .at(s.from_span, "no source reaches this stream")
+                .about(Subject::Stream(StreamId(i as u32)))
                 .help("connect this part of the dataflow to a source, or remove it"),
             );
         }

@@ -1,7 +1,7 @@
 //! C008 `read-without-writer`: an `OR` path on a component that writes no state.
 
-use crate::diagnostic::Diagnostic;
-use crate::graph::Dataflow;
+use crate::diagnostic::{Diagnostic, Subject};
+use crate::graph::{CompId, Dataflow};
 
 crate::codes::code! {
     /// An `OR(gate)` path is order-sensitive because it reads state written by other paths of the
@@ -14,7 +14,7 @@ crate::codes::code! {
 
 /// A warning per component with an `OR` path and no writing path (on its first `OR` path).
 pub(super) fn check(df: &Dataflow, out: &mut Vec<Diagnostic>) {
-    for c in &df.components {
+    for (i, c) in df.components.iter().enumerate() {
         let writes = c.paths.iter().any(|p| p.annotation.writes());
         if let Some(p) = c.paths.iter().find(|p| p.annotation.reads_written_state())
             && !writes
@@ -22,6 +22,7 @@ pub(super) fn check(df: &Dataflow, out: &mut Vec<Diagnostic>) {
             out.push(
                 Diagnostic::new(&READ_WITHOUT_WRITER, format!("{} has an OR path but no path that writes state, so the read is treated as protected", c.name))
                     .at(p.label_span, "reads state nobody writes")
+                    .about(Subject::Component(CompId(i as u32)))
                     .help("check the annotation: a stateless path is CR; or add the missing writing path"),
             );
         }

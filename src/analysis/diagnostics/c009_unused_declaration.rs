@@ -1,7 +1,7 @@
 //! C009 `unused-declaration`: a declared source or sink that no stream connects.
 
-use crate::diagnostic::Diagnostic;
-use crate::graph::Dataflow;
+use crate::diagnostic::{Diagnostic, Subject};
+use crate::graph::{Dataflow, SinkId, SourceId};
 
 crate::codes::code! {
     /// A source with no stream out of it, or a sink with no stream into it, takes no part in the
@@ -12,27 +12,38 @@ crate::codes::code! {
 
 /// A warning per source that feeds no stream and per declared sink that receives none.
 pub(super) fn check(df: &Dataflow, out: &mut Vec<Diagnostic>) {
-    for s in df.sources.iter().filter(|s| s.streams.is_empty()) {
+    for (i, s) in df
+        .sources
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.streams.is_empty())
+    {
         out.push(
             Diagnostic::new(
                 &UNUSED_DECLARATION,
                 format!("source `{}` feeds no stream", s.name),
             )
             .at(s.span, "unused source")
+            .about(Subject::Source(SourceId(i as u32)))
             .help(format!(
                 "connect it: `- {{ from: {}, to: Component.input }}`, or remove it",
                 s.name
             )),
         );
     }
-    let declared = df.sinks.iter().filter(|s| s.implicit.is_none());
-    for s in declared.filter(|s| s.streams.is_empty()) {
+    let declared = df
+        .sinks
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.implicit.is_none());
+    for (i, s) in declared.filter(|(_, s)| s.streams.is_empty()) {
         out.push(
             Diagnostic::new(
                 &UNUSED_DECLARATION,
                 format!("sink `{}` receives no stream", s.name),
             )
             .at(s.span, "unused sink")
+            .about(Subject::Sink(SinkId(i as u32)))
             .help(format!(
                 "connect it: `- {{ from: Component.output, to: {} }}`, or remove it",
                 s.name

@@ -2,7 +2,7 @@
 //! point is reported with, its primary note, its severity, and the cheapest fix as its help.
 
 use crate::codes::Code;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::{Diagnostic, Severity, Subject};
 use crate::graph::{Component, Dataflow, Order, Path, Producer};
 use crate::label::{Annotation, Gate, KeySet, Keys, Label};
 
@@ -81,6 +81,10 @@ pub(super) fn finding(df: &Dataflow, point: &PointOfOrder, error: bool) -> Diagn
         Severity::Warning
     };
     Diagnostic::new(code, message)
+        .about(Subject::Point {
+            component: point.component,
+            path: point.path as u32,
+        })
         .severity(severity)
         .at(p.label_span, primary)
         .help(fix_hint(df, point))

@@ -7,7 +7,7 @@ use crate::diagnostic::{Diagnostic, LineIndex, Span};
 use crate::import::Engine;
 use crate::label::Annotation;
 use crate::spec::yaml::{self, Node, Value};
-use crate::spec::{Limits, MAX_NAME_CHARS, did_you_mean};
+use crate::spec::{Input, Limit, Limits, MAX_NAME_CHARS, did_you_mean};
 
 const TOP_FIELDS: &[&str] = &["version", "engine", "operators"];
 const ENTRY_FIELDS: &[&str] = &[
@@ -182,15 +182,17 @@ impl Validator<'_> {
                         continue;
                     };
                     if items.len() > self.limits.max_components {
-                        self.error(
-                            &codes::LIMIT,
-                            value.span,
-                            format!(
-                                "the catalogue has {} entries, more than the limit of {} (--max-components)",
-                                items.len(),
-                                self.limits.max_components
-                            ),
-                            "too many entries",
+                        self.diags.push(
+                            Limit::Components
+                                .exceeded(
+                                    Input::Catalogue,
+                                    format!(
+                                        "the catalogue has {} entries, more than the limit of {} (--max-components)",
+                                        items.len(),
+                                        self.limits.max_components
+                                    ),
+                                )
+                                .at(value.span, "too many entries"),
                         );
                         continue;
                     }
@@ -233,7 +235,10 @@ impl Validator<'_> {
                 self.error(
                     &codes::MISSING_FIELD,
                     node.span,
-                    "a catalogue entry needs a `label:` (CR, CW, OR or OW)".into(),
+                    format!(
+                        "a catalogue entry needs a `label:` ({})",
+                        crate::vocabulary::annotation_choices()
+                    ),
                     "no label",
                 );
                 None
@@ -245,12 +250,13 @@ impl Validator<'_> {
                     let mut d = Diagnostic::new(
                         &codes::UNKNOWN_LABEL,
                         format!(
-                            "a catalogue entry's label must be CR, CW, OR or OW, found {found}"
+                            "a catalogue entry's label must be {}, found {found}",
+                            crate::vocabulary::annotation_choices()
                         ),
                     )
                     .at(l.span, "unknown label");
                     if let Some(s) = l.as_str().and_then(|s| {
-                        did_you_mean(&s.to_uppercase(), ["CR", "CW", "OR", "OW"])
+                        did_you_mean(&s.to_uppercase(), Annotation::ALL.map(Annotation::as_str))
                             .map(str::to_string)
                     }) {
                         d = d.help(format!("did you mean `{s}`?"));
@@ -262,7 +268,7 @@ impl Validator<'_> {
         };
         let gate = get("gate").and_then(|g| self.gate(g));
         if let Some(a) = label {
-            let ordered = matches!(a, Annotation::OR | Annotation::OW);
+            let ordered = !a.is_confluent();
             match (ordered, get("gate")) {
                 (true, None) => self.error(
                     &codes::GATE,
@@ -417,15 +423,17 @@ impl Validator<'_> {
             return None;
         };
         if items.len() > self.limits.max_attributes {
-            self.error(
-                &codes::LIMIT,
-                node.span,
-                format!(
-                    "`{field}` has {} attributes, more than the limit of {} (--max-attributes)",
-                    items.len(),
-                    self.limits.max_attributes
-                ),
-                "too many attributes",
+            self.diags.push(
+                Limit::Attributes
+                    .exceeded(
+                        Input::Catalogue,
+                        format!(
+                            "`{field}` has {} attributes, more than the limit of {} (--max-attributes)",
+                            items.len(),
+                            self.limits.max_attributes
+                        ),
+                    )
+                    .at(node.span, "too many attributes"),
             );
             return None;
         }

@@ -4,10 +4,9 @@
 use std::collections::HashMap;
 
 use super::class_of;
-use crate::codes;
 use crate::diagnostic::{Diagnostic, Span};
 use crate::import::{Edge, External, Operator, Partition, Topology, invalid};
-use crate::spec::Limits;
+use crate::spec::{Input, Limit, Limits};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -106,15 +105,15 @@ pub(super) fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<D
         if let Some(kind) = kind {
             if nodes.len() >= limits.max_components {
                 errors.push(
-                    Diagnostic::new(
-                        &codes::LIMIT,
-                        format!(
-                            "the topology has more than {} processors, the limit (--max-components)",
-                            limits.max_components
-                        ),
-                    )
-                    .at(Span::new(at, 0), "limit reached here")
-                    .help("if this file is trusted, raise the limit with --max-components N"),
+                    Limit::Components
+                        .exceeded(
+                            Input::Topology,
+                            format!(
+                                "the topology has more than {} processors, the limit (--max-components)",
+                                limits.max_components
+                            ),
+                        )
+                        .at(Span::new(at, 0), "limit reached here"),
                 );
                 // The processors past the limit are not read: the edges that name them
                 // would only repeat it.

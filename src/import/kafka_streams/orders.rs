@@ -4,11 +4,10 @@
 
 use std::collections::HashMap;
 
-use crate::codes;
 use crate::diagnostic::Diagnostic;
 use crate::import::catalog::Catalog;
 use crate::import::{Edge, Partition, Topology};
-use crate::spec::Limits;
+use crate::spec::{Input, Limit, Limits};
 
 /// Links the processors that read a store to the ones that write it, and gives `order:
 /// [key]` to the processors that see a topic partition's order (see the module's doc).
@@ -48,15 +47,15 @@ pub fn derive_orders(
                     .collect();
                 if topology.edges.len() + store_edges.len() >= limits.max_streams {
                     return Err(vec![
-                        Diagnostic::new(
-                            &codes::LIMIT,
-                            format!(
-                                "linking the readers of store `{s}` to its writers makes more than {} edges, the limit (--max-streams)",
-                                limits.max_streams
-                            ),
-                        )
-                        .at(*span, "limit reached here")
-                        .help("if this file is trusted, raise the limit with --max-streams N"),
+                        Limit::Streams
+                            .exceeded(
+                                Input::Topology,
+                                format!(
+                                    "linking the readers of store `{s}` to its writers makes more than {} edges, the limit (--max-streams)",
+                                    limits.max_streams
+                                ),
+                            )
+                            .at(*span, "limit reached here"),
                     ]);
                 }
                 store_edges.push(Edge {
