@@ -92,7 +92,7 @@ fn reached(s: &specgen::RandomSpec) -> Reached {
             .components
             .iter()
             .flat_map(|c| &c.paths)
-            .any(|p| specgen::LABELS[p.label].starts_with('O')),
+            .any(|p| !specgen::LABELS[p.label].is_confluent()),
         sealed_stream: s.streams.iter().any(|(_, _, seal)| seal.is_some()),
         several_components: s.components.len() > 1,
     }
@@ -142,7 +142,10 @@ fn strategy_specs_are_valid_bounded_and_reach_every_feature() {
             paths: vec![specgen::RandomPath {
                 from: 0,
                 to: 0,
-                label: specgen::LABELS.iter().position(|l| *l == "CR").unwrap(),
+                label: specgen::LABELS
+                    .iter()
+                    .position(|l| *l == blazes::label::Annotation::CR)
+                    .unwrap(),
                 gate: None,
             }],
             replicated: false,
