@@ -28,7 +28,10 @@ use crate::label::{KeySet, Label};
 pub use crate::label::FailOn;
 pub use diagnostics::point_code;
 pub(crate) use fixpoint::eval_component;
-pub use fixpoint::{propagate, propagate_naive};
+pub use fixpoint::propagate;
+// The tests' reference fixpoint, not part of the API.
+#[doc(hidden)]
+pub use fixpoint::propagate_naive;
 pub use provenance::{chain, sink_chain};
 pub use rules::{
     Contribution, contribute, read_protected, reconcile, stream_label, unprotecting_input,

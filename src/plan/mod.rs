@@ -29,6 +29,9 @@ mod candidates;
 mod cost;
 mod evaluator;
 mod explain;
+// The planner's incremental analysis: public for the tests that compare it with a full
+// propagation, not part of the API.
+#[doc(hidden)]
 pub mod labeling;
 mod model;
 mod scoring;

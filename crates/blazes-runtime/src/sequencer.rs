@@ -59,6 +59,7 @@ pub enum Submitted {
 
 /// Errors of the sequencer.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SequencerError {
     /// The underlying log failed. If [`LogError::is_ambiguous`], the batch may be in the log:
     /// resubmit it unchanged and the sequencer sorts out which messages are duplicates.

@@ -69,6 +69,7 @@ pub struct Snapshot {
 
 /// Errors of a replica.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SmrError {
     /// The log failed.
     #[error(transparent)]

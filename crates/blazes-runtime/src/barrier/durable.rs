@@ -24,6 +24,7 @@ use crate::sequencer::ProducerId;
 
 /// Errors of a [`DurableBarrier`].
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DurableBarrierError {
     /// The barrier refused the message; nothing was journaled.
     #[error(transparent)]

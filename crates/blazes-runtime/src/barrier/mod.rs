@@ -57,6 +57,7 @@ pub use durable::{DurableBarrier, DurableBarrierError};
 
 /// Errors of the seal barrier.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BarrierError {
     /// The partition was already released and the message was not part of the release.
     #[error(

@@ -206,13 +206,10 @@ pub fn with_hosts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deploy::{derive, read_plan};
+    use crate::deploy::derive;
 
     fn file(mechanisms: &str) -> PlanFile {
-        let doc = format!(
-            r#"{{"version": 2, "files": [{{"path": "s.yaml", "name": "s", "status": "repaired", "mechanisms": [{mechanisms}]}}]}}"#
-        );
-        read_plan(&doc).unwrap().remove(0)
+        crate::deploy::repaired_plan("s", mechanisms)
     }
 
     #[test]

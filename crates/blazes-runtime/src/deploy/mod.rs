@@ -59,6 +59,7 @@ pub const DESCRIPTION_PREFIX: &str = "blazes deploy: spec ";
 
 /// What is wrong with a plan document, or with deploying it. One sentence each.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DeployError {
     /// The text is not a plan document.
     #[error("the plan document is not valid JSON: {0}")]
@@ -537,15 +538,22 @@ fn check_collisions(d: &Deployment) -> Result<(), DeployError> {
     Ok(())
 }
 
+/// A repaired plan of the spec `s.yaml` named `name`, with `mechanisms` (JSON objects, comma
+/// separated) read as a document would be: the unit tests' plans, here once.
+#[cfg(test)]
+pub(crate) fn repaired_plan(name: &str, mechanisms: &str) -> PlanFile {
+    let doc = format!(
+        r#"{{"version": 2, "files": [{{"path": "s.yaml", "name": "{name}", "status": "repaired", "mechanisms": [{mechanisms}]}}]}}"#
+    );
+    read_plan(&doc).unwrap().remove(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn file(mechanisms: &str) -> PlanFile {
-        let doc = format!(
-            r#"{{"version": 2, "files": [{{"path": "s.yaml", "name": "s", "status": "repaired", "mechanisms": [{mechanisms}]}}]}}"#
-        );
-        read_plan(&doc).unwrap().remove(0)
+        repaired_plan("s", mechanisms)
     }
 
     #[test]

@@ -48,6 +48,7 @@ pub const RECORD_HEADER_LEN: usize = 4 + 4 + 8;
 
 /// Errors of a log.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LogError {
     /// The operating system refused a file operation.
     #[error("log I/O failed on {path}: {source}")]

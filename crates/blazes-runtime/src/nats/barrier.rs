@@ -122,6 +122,7 @@ pub struct Release {
 
 /// What a [`SealBarrier::poll`] observed.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BarrierEvent {
     /// This instance released the partition (its release message is durable).
     Released(Release),

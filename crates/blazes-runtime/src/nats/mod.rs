@@ -60,6 +60,7 @@ pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(30);
 
 /// What went wrong in a JetStream mechanism.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NatsError {
     /// The server refused a conditioned write: someone newer holds the lease, the epoch or the
     /// slot (a zombie's write, or a lost race). Not retried.

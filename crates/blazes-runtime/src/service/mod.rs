@@ -38,6 +38,7 @@ use super::log::LogError;
 
 /// Why an adapter call failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServiceError<E> {
     /// The core refused this request (e.g. a sequence gap, a fenced lease); the service goes on.
     #[error(transparent)]

@@ -141,6 +141,7 @@ pub enum SessionEvent {
 
 /// Errors of keyed sessions.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SessionError {
     /// A log failed.
     #[error(transparent)]

@@ -44,6 +44,7 @@ use crate::deploy::{self, DeployError};
 
 /// What went wrong in a host. One sentence each.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HostError {
     /// The plan document could not be read or derived.
     #[error("the plan cannot be hosted: {0}")]

@@ -55,13 +55,10 @@ pub fn channels(plan: &PlanFile, replicas: usize) -> Result<BTreeMap<String, Cha
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deploy::{Object, read_plan};
+    use crate::deploy::Object;
 
     fn plan(mechanisms: &str) -> PlanFile {
-        let doc = format!(
-            r#"{{"version": 2, "files": [{{"path": "s.yaml", "name": "wc", "status": "repaired", "mechanisms": [{mechanisms}]}}]}}"#
-        );
-        read_plan(&doc).unwrap().remove(0)
+        crate::deploy::repaired_plan("wc", mechanisms)
     }
 
     #[test]
