@@ -1315,3 +1315,95 @@ async fn racing_barrier_instances_release_once_and_report_no_false_inconsistency
         "the race is lost somewhere in 60 partitions"
     );
 }
+
+/// Events of a barrier read as a stream (`SealBarrier::into_events`) until `want` partitions
+/// are released or `limit` passes; `sealers` of the two producers seal each partition.
+async fn barrier_stream_run(
+    name: &str,
+    sealers: &[&str],
+) -> Vec<blazes_runtime::nats::barrier::BarrierEvent> {
+    use blazes_runtime::nats::barrier::{
+        BarrierConfig, BarrierEvent, BarrierProducer, SealBarrier,
+    };
+    use futures_util::StreamExt;
+    let cluster = Cluster::start(1, "").await.expect("checked by the caller");
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 1).await;
+    let mut config = BarrierConfig::new(name, &["p1", "p2"]);
+    config.replicas = 1;
+    config.retry_for = Duration::from_secs(10);
+    config.stall_after = Duration::from_millis(300);
+    let barrier = SealBarrier::open(js.clone(), config.clone()).await.unwrap();
+    for n in 0..5 {
+        let partition = format!("w{n}");
+        for p in ["p1", "p2"] {
+            let producer = BarrierProducer::new(js.clone(), &config, p);
+            producer
+                .record(&partition, 0, Bytes::from(format!("{p}{n}")))
+                .await
+                .unwrap();
+            if sealers.contains(&p) {
+                producer.seal(&partition, 1).await.unwrap();
+            }
+        }
+    }
+    let events = barrier.into_events(Duration::from_millis(20));
+    let mut events = std::pin::pin!(events);
+    let mut seen = Vec::new();
+    let until = Instant::now() + Duration::from_secs(10);
+    while let Ok(Some(event)) = tokio::time::timeout_at(until.into(), events.next()).await {
+        seen.push(event.unwrap());
+        let released = seen
+            .iter()
+            .filter(|e| matches!(e, BarrierEvent::Released(_)))
+            .count();
+        let stalled = seen
+            .iter()
+            .filter(|e| matches!(e, BarrierEvent::Stalled { .. }))
+            .count();
+        if released == 5 || stalled == 5 {
+            break;
+        }
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_barrier_as_a_stream_yields_each_release_once_with_its_records() {
+    use blazes_runtime::nats::barrier::BarrierEvent;
+    if Cluster::start(1, "").await.is_none() {
+        return;
+    }
+    let events = barrier_stream_run("STREAMED", &["p1", "p2"]).await;
+    let mut released: Vec<(String, usize)> = events
+        .iter()
+        .filter_map(|e| match e {
+            BarrierEvent::Released(r) => Some((r.partition.clone(), r.records.len())),
+            _ => None,
+        })
+        .collect();
+    released.sort();
+    let want: Vec<(String, usize)> = (0..5).map(|n| (format!("w{n}"), 2)).collect();
+    assert_eq!(released, want, "{events:?}");
+    // Negative control: the same stream with one producer never sealing releases nothing and
+    // reports every partition as waiting for it.
+    let events = barrier_stream_run("UNSEALED", &["p1"]).await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, BarrierEvent::Released(_))),
+        "{events:?}"
+    );
+    let missing: Vec<&Vec<String>> = events
+        .iter()
+        .filter_map(|e| match e {
+            BarrierEvent::Stalled { missing, .. } => Some(missing),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(missing.len(), 5, "{events:?}");
+    assert!(
+        missing.iter().all(|m| m.as_slice() == ["p2"]),
+        "{missing:?}"
+    );
+}

@@ -662,6 +662,54 @@ impl SealBarrier {
         Ok(())
     }
 
+    /// The barrier as a stream of its events: polls (as [`SealBarrier::poll`]) and yields each
+    /// event in order, waiting `every` between polls that found nothing. An error of a poll
+    /// (the cluster unavailable past `retry_for`) is yielded and the next item polls again, as
+    /// async-nats' message streams do; the stream never ends by itself, so drop it to stop.
+    ///
+    /// ```no_run
+    /// # async fn run(js: blazes_runtime::nats::async_nats::jetstream::Context) {
+    /// use blazes_runtime::nats::barrier::{BarrierConfig, BarrierEvent, SealBarrier};
+    /// use futures_util::StreamExt;
+    /// use std::time::Duration;
+    ///
+    /// let barrier = SealBarrier::open(js, BarrierConfig::new("counts", &["p1", "p2"])).await?;
+    /// let mut events = std::pin::pin!(barrier.into_events(Duration::from_millis(20)));
+    /// while let Some(event) = events.next().await {
+    ///     if let BarrierEvent::Released(r) = event? {
+    ///         println!("{}: {} records", r.partition, r.records.len());
+    ///     }
+    /// }
+    /// # Ok::<(), blazes_runtime::nats::NatsError>(())
+    /// # }
+    /// ```
+    pub fn into_events(
+        self,
+        every: Duration,
+    ) -> impl futures_util::Stream<Item = Result<BarrierEvent, NatsError>> {
+        let state = (self, std::collections::VecDeque::new(), false);
+        futures_util::stream::unfold(
+            state,
+            move |(mut barrier, mut queue, mut idle)| async move {
+                loop {
+                    if let Some(event) = queue.pop_front() {
+                        return Some((Ok(event), (barrier, queue, false)));
+                    }
+                    if idle {
+                        tokio::time::sleep(every).await;
+                    }
+                    match barrier.poll().await {
+                        Ok(events) => {
+                            idle = events.is_empty();
+                            queue.extend(events);
+                        }
+                        Err(e) => return Some((Err(e), (barrier, queue, true))),
+                    }
+                }
+            },
+        )
+    }
+
     /// Every release in the stream from `from`, in order: what downstream consumes.
     pub async fn releases(&self, from: u64) -> Result<Vec<Release>, NatsError> {
         let filter = format!("{}.rel.*", self.config.name);
