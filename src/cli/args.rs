@@ -8,6 +8,7 @@ use clap::builder::PossibleValue;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::label::FailOn;
+use crate::lint::Target;
 use crate::report::format::{self, CheckWrite, Format, PlanWrite};
 use crate::spec::Limits;
 
@@ -30,7 +31,8 @@ pub(crate) enum Command {
     /// simulate`): two executions whose outputs at the sink differ.
     ///
     /// Exit status: 0 when every sink gets a label it tolerates (warnings allowed), 1 when
-    /// some sink's label is worse than it tolerates, 2 when a spec cannot be read or is invalid.
+    /// some sink's label is worse than it tolerates or a denied warning is found (`--deny`,
+    /// or the spec's `lint:`), 2 when a spec cannot be read or is invalid.
     Check(CheckArgs),
     /// Draw the analysed dataflow as a graph (Graphviz DOT, or SVG through `dot`).
     ///
@@ -314,6 +316,11 @@ impl LimitArgs {
     }
 }
 
+/// `--deny` and `--allow`'s values.
+fn lint_target(s: &str) -> Result<Target, String> {
+    Target::parse(s)
+}
+
 #[derive(clap::Args, Debug)]
 pub(crate) struct CheckArgs {
     /// Spec files to check; `-` reads standard input.
@@ -338,6 +345,15 @@ pub(crate) struct CheckArgs {
     /// and attach to every unsafe sink (C004) its witness, or say that none was found.
     #[arg(long)]
     pub witness: bool,
+    /// Make the warnings of CODE (an id, `C005`, or a name, `implicit-source`) errors that fail
+    /// the check (exit status 1); `warnings` denies every warning. Repeatable; overrides the
+    /// spec's `lint:`. A code beats `warnings`: `--deny warnings --allow C007`.
+    #[arg(long, value_name = "CODE|warnings", value_parser = lint_target)]
+    pub deny: Vec<Target>,
+    /// Do not report the warnings of CODE (`warnings`: every warning). Errors are reported
+    /// whatever it says. Repeatable; overrides the spec's `lint:`.
+    #[arg(long, value_name = "CODE|warnings", value_parser = lint_target)]
+    pub allow: Vec<Target>,
     #[command(flatten)]
     pub run: ScheduleArgs,
     #[command(flatten)]

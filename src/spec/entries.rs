@@ -11,8 +11,66 @@ use super::{
 use crate::codes;
 use crate::diagnostic::{Diagnostic, Span};
 use crate::label::{Annotation, Tolerance};
+use crate::lint::{Level, Lints, Target};
 
 impl Validator<'_> {
+    /// The spec's `lint:`: `{ allow: [CODE, ...], warn: [...], deny: [CODE or warnings, ...] }`.
+    /// A target in two lists is an error: the spec would not say which it means.
+    pub(super) fn lint(&mut self, node: &Node) -> Lints {
+        let mut lints = Lints::default();
+        let Some(entries) = self.map(node, "`lint`") else {
+            return lints;
+        };
+        let f = self.fields(
+            entries,
+            &[("allow", "allow"), ("warn", "warn"), ("deny", "deny")],
+            "`lint`",
+        );
+        let mut seen: Vec<(Target, Level, Span)> = Vec::new();
+        for level in [Level::Allow, Level::Warn, Level::Deny] {
+            let field = level.as_str();
+            let Some(n) = f.get(field) else { continue };
+            let what = format!("`lint.{field}`");
+            let Some(items) = self.seq(n, &what) else {
+                continue;
+            };
+            for item in items {
+                let Some(s) = item.as_str() else {
+                    self.wrong_type(item, "a diagnostic code or `warnings`", &what);
+                    continue;
+                };
+                match Target::parse(s) {
+                    Ok(t) => {
+                        if let Some(&(_, other, first)) = seen.iter().find(|e| e.0 == t) {
+                            let d = Diagnostic::new(
+                                &codes::INVALID_VALUE,
+                                format!(
+                                    "`lint` sets `{}` to both {} and {field}",
+                                    t.as_str(),
+                                    other.as_str()
+                                ),
+                            )
+                            .at(item.span, "set again here")
+                            .related(first, "first set here")
+                            .help("name each code in one of `allow`, `warn` and `deny`");
+                            self.push(d);
+                            continue;
+                        }
+                        seen.push((t, level, item.span));
+                        lints.settings.push((t, level));
+                    }
+                    Err(message) => self.error(
+                        &codes::INVALID_VALUE,
+                        item.span,
+                        format!("in {what}: {message}"),
+                        "unknown code",
+                    ),
+                }
+            }
+        }
+        lints
+    }
+
     pub(super) fn source(&mut self, name: Name, node: &Node) -> Option<SourceDecl> {
         let what = format!("source `{}`", name.text);
         let entries = self.map(node, &what)?;
@@ -155,6 +213,24 @@ impl Validator<'_> {
                 ),
             }
         }
+        if let Some(w) = paths.iter().find(|p| p.label.writes()) {
+            for p in paths.iter().filter(|p| p.static_state.is_some()) {
+                let span = p.static_state.unwrap_or(p.span);
+                let d = Diagnostic::new(
+                    &codes::INVALID_VALUE,
+                    format!(
+                        "`state: static` on a read of {what}, but its path `{} -> {}` ({}) writes that state",
+                        w.from.text,
+                        w.to.text,
+                        w.label.as_str()
+                    ),
+                )
+                .at(span, "declared static")
+                .related(w.label_span, "writes the state")
+                .help("state a path of the spec writes is not static: remove `state: static`");
+                self.push(d);
+            }
+        }
         let order = f.get("order").and_then(|n| match &n.value {
             Value::Str(s) if s == "global" => Some(OrderDecl::Global(n.span)),
             Value::Seq(_) => self
@@ -195,6 +271,7 @@ impl Validator<'_> {
                 ("label", "label"),
                 ("gate", "gate"),
                 ("subscript", "gate"),
+                ("state", "state"),
             ],
             &what,
         );
@@ -310,6 +387,41 @@ impl Validator<'_> {
                 _ => {}
             }
         }
+        let mut static_state = None;
+        if let Some(n) = f.get("state") {
+            match n.as_str() {
+                Some("static") if annotation.is_none_or(|a| a == Annotation::OR) => {
+                    static_state = Some(n.span);
+                }
+                Some("static") => {
+                    let a = annotation.map_or("", |a| a.as_str());
+                    let d = Diagnostic::new(
+                        &codes::INVALID_VALUE,
+                        format!("`state: static` is for an OR path, but {what} is {a}"),
+                    )
+                    .at(n.span, "not a read of state")
+                    .help("`state: static` says what an OR path reads never changes while the dataflow runs; remove it here");
+                    self.push(d);
+                    ok = false;
+                }
+                _ => {
+                    let mut d = Diagnostic::new(
+                        &codes::INVALID_VALUE,
+                        format!(
+                            "`state` of {what} must be `static`, but it is {}",
+                            n.describe()
+                        ),
+                    )
+                    .at(n.span, "expected `static`");
+                    d = match n.as_str().and_then(|s| did_you_mean(s, ["static"])) {
+                        Some(s) => d.help(format!("did you mean `{s}`?")),
+                        None => d.help("`state: static` says the state an OR path reads never changes while the dataflow runs; state something writes is modelled by a writing path (CW/OW) and its stream"),
+                    };
+                    self.push(d);
+                    ok = false;
+                }
+            }
+        }
         let (Some(from), Some(to), Some(label), true) = (from, to, annotation, ok) else {
             return None;
         };
@@ -319,6 +431,7 @@ impl Validator<'_> {
             label,
             label_span: f.get("label").map_or(node.span, |n| n.span),
             gate,
+            static_state,
             span: node.span,
         })
     }

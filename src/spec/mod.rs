@@ -89,6 +89,10 @@ pub struct PathDecl {
     pub label: Annotation,
     pub label_span: Span,
     pub gate: Option<GateDecl>,
+    /// `state: static` on an `OR` path: the state it reads does not change while the dataflow
+    /// runs (a loaded table). Without it, state that no path of the spec writes is written
+    /// by an unsealed external input.
+    pub static_state: Option<Span>,
     pub span: Span,
 }
 
@@ -148,6 +152,8 @@ pub struct Spec {
     pub sinks: Vec<SinkDecl>,
     /// Span of the `sources:` key, when present: where `plan --apply` can add sources.
     pub sources_key: Option<Span>,
+    /// `lint:`: which warnings the spec allows or denies (the flags override it).
+    pub lint: crate::lint::Lints,
 }
 
 /// Longest name accepted, in characters. A format rule rather than a resource limit: real

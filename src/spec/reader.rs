@@ -23,6 +23,7 @@ const ROOT_FIELDS: &[(&str, &str)] = &[
     ("components", "components"),
     ("streams", "streams"),
     ("sinks", "sinks"),
+    ("lint", "lint"),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +34,7 @@ enum Section {
     Components,
     Streams,
     Sinks,
+    Lint,
 }
 
 impl Section {
@@ -44,6 +46,7 @@ impl Section {
             "components" => Section::Components,
             "streams" => Section::Streams,
             "sinks" => Section::Sinks,
+            "lint" => Section::Lint,
             _ => return None,
         })
     }
@@ -144,6 +147,7 @@ pub(super) struct Reader<'t> {
     not_a_map: bool,
     version: Option<Node>,
     name: Option<Node>,
+    lint: Option<Node>,
     sources: Part<SourceDecl>,
     components: Part<ComponentDecl>,
     streams: Part<StreamDecl>,
@@ -164,6 +168,7 @@ impl<'t> Reader<'t> {
             not_a_map: false,
             version: None,
             name: None,
+            lint: None,
             sources: Part::default(),
             components: Part::default(),
             streams: Part::default(),
@@ -278,6 +283,9 @@ impl<'t> Reader<'t> {
                 None => v.wrong_type(n, "a string", "`name`"),
             }
         }
+        if let Some(n) = &self.lint {
+            spec.lint = v.lint(n);
+        }
         spec.sources_key = self
             .found
             .iter()
@@ -340,7 +348,7 @@ impl Consumer for Reader<'_> {
         let stopped = self.components.over.is_some()
             || (section == Section::Sinks && self.streams.over.is_some());
         match section {
-            Section::Version | Section::Name => Take::Whole,
+            Section::Version | Section::Name | Section::Lint => Take::Whole,
             Section::Streams | Section::Sinks if stopped => Take::Skip,
             Section::Sources | Section::Components | Section::Sinks => Take::Entries,
             Section::Streams => Take::Items,
@@ -351,6 +359,7 @@ impl Consumer for Reader<'_> {
         match self.current {
             Some(Section::Version) => self.version = Some(value),
             Some(Section::Name) => self.name = Some(value),
+            Some(Section::Lint) => self.lint = Some(value),
             // A streamed section comes here only when it is not the collection expected: the
             // type error, or for null an empty mapping.
             Some(Section::Streams) => {
@@ -393,7 +402,7 @@ impl Consumer for Reader<'_> {
             Some(Section::Sinks) => self.sinks.collect(&mut self.v),
             // `version` and `name` are checked in `finish`, after the root's fields, as the
             // format orders them.
-            Some(Section::Version | Section::Name) | None => {}
+            Some(Section::Version | Section::Name | Section::Lint) | None => {}
         }
         self.entry = None;
     }
