@@ -218,3 +218,36 @@ fn unknown_codes_and_contradictions_are_refused() {
     );
     assert!(m.iter().any(|m| m.contains("both allow and deny")), "{m:?}");
 }
+
+/// One OW component fed by a source; `order` and `gate` are written as given.
+fn ow(order: &str, gate: &str) -> String {
+    format!(
+        "sources:\n  a: {{}}\ncomponents:\n  C:\n{order}    paths:\n      - {{ from: in, to: out, label: OW, gate: {gate} }}\nstreams:\n  - {{ from: a, to: C.in }}\n  - {{ from: C.out, to: s }}\nsinks:\n  s: {{}}\n"
+    )
+}
+
+#[test]
+fn empty_orders_and_gates_are_refused_with_what_was_meant() {
+    // The controls: `order: global` and `gate: "*"` say what the empty lists seemed to.
+    assert_eq!(codes(&[], &ow("    order: global\n", "\"*\"")).0, 0);
+    assert_eq!(codes(&[], &ow("", "\"*\"")).0, 1);
+    let (code, m) = messages(&[], &ow("    order: []\n", "[]"));
+    assert_eq!(code, 2, "{m:?}");
+    assert_eq!(m.len(), 2, "every error of the file: {m:?}");
+    assert!(
+        m.iter()
+            .any(|m| m.starts_with("S014") && m.contains("did you mean `order: global`")),
+        "{m:?}"
+    );
+    assert!(
+        m.iter()
+            .any(|m| m.starts_with("S004") && m.contains("did you mean `gate: \"*\"`")),
+        "{m:?}"
+    );
+}
+
+#[test]
+fn an_empty_seal_still_means_a_bounded_input() {
+    let sealed = ow("", "[k]").replace("  a: {}", "  a: { seal: [] }");
+    assert_eq!(codes(&[], &sealed), (0, Vec::new()));
+}

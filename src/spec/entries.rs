@@ -233,6 +233,16 @@ impl Validator<'_> {
         }
         let order = f.get("order").and_then(|n| match &n.value {
             Value::Str(s) if s == "global" => Some(OrderDecl::Global(n.span)),
+            Value::Seq(items) if items.is_empty() => {
+                let d = Diagnostic::new(
+                    &codes::INVALID_VALUE,
+                    format!("`order` of {what} is an empty list of keys"),
+                )
+                .at(n.span, "no keys")
+                .help("did you mean `order: global` (one order of all the component's inputs)? a keyed order names its keys: `order: [key]`");
+                self.push(d);
+                None
+            }
             Value::Seq(_) => self
                 .key_list(n, &format!("the order of {what}"))
                 .map(OrderDecl::Keys),
@@ -334,6 +344,16 @@ impl Validator<'_> {
         if let Some(g) = gate_node {
             gate = match &g.value {
                 Value::Str(s) if s == "*" => Some(GateDecl::Star(g.span)),
+                Value::Seq(items) if items.is_empty() => {
+                    let d = Diagnostic::new(
+                        &codes::GATE,
+                        format!("the gate of {what} is an empty list of attributes"),
+                    )
+                    .at(g.span, "no attributes")
+                    .help("did you mean `gate: \"*\"` (the partitioning is unknown)? otherwise name the attributes within whose partitions order matters: `gate: [key]`");
+                    self.push(d);
+                    None
+                }
                 Value::Seq(_) => self
                     .key_list(g, &format!("the gate of {what}"))
                     .map(GateDecl::Keys),
