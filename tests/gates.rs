@@ -251,3 +251,55 @@ fn an_empty_seal_still_means_a_bounded_input() {
     let sealed = ow("", "[k]").replace("  a: {}", "  a: { seal: [] }");
     assert_eq!(codes(&[], &sealed), (0, Vec::new()));
 }
+
+/// The unsealed word count's Count, with `fields` added to it.
+fn count(fields: &str) -> String {
+    format!(
+        "sources:\n  tweets: {{}}\ncomponents:\n  Count:\n{fields}    paths:\n      - {{ from: words, to: counts, label: CW }}\n      - {{ from: words, to: top, label: OW, gate: [word] }}\nstreams:\n  - {{ from: tweets, to: Count.words }}\n  - {{ from: Count.counts, to: db }}\n  - {{ from: Count.top, to: board }}\nsinks:\n  db: {{}}\n  board: {{ tolerate: Run }}\n"
+    )
+}
+
+#[test]
+fn replicated_and_replicas_must_agree() {
+    // The controls: each field alone, and the two agreeing.
+    for ok in [
+        "    replicas: 3\n",
+        "    replicated: true\n    replicas: 3\n",
+        "    replicated: false\n    replicas: 1\n",
+    ] {
+        assert_ne!(codes(&[], &count(ok)).0, 2, "{ok}");
+    }
+    for bad in [
+        "    replicated: true\n    replicas: 1\n",
+        "    replicated: false\n    replicas: 3\n",
+    ] {
+        let (code, m) = messages(&[], &count(bad));
+        assert_eq!(code, 2, "{bad}: {m:?}");
+        assert!(
+            m[0].starts_with("S014") && m[0].contains("but `replicas:"),
+            "{m:?}"
+        );
+    }
+}
+
+#[test]
+fn partitions_are_not_replicas() {
+    // Replicated, Count's OW path diverges, worse than `board` tolerates (Run); on one
+    // instance it is Run.
+    assert_eq!(codes(&[], &count("")), (0, vec!["C001".to_string()]));
+    assert_eq!(codes(&[], &count("    replicas: 4\n")).0, 1);
+    // Four partitions by word: each record reaches one instance, which is not replication.
+    let partitioned = count("    partitions: 4\n    partition_by: [word]\n");
+    assert_eq!(codes(&[], &partitioned), (0, vec!["C001".to_string()]));
+    // Both: four partitions, each replicated three times.
+    let both = count("    partitions: 4\n    partition_by: [word]\n    replicas: 3\n");
+    assert_eq!(codes(&[], &both).0, 1);
+    let (code, m) = messages(&[], &count("    partitions: 4\n"));
+    assert_eq!(code, 2, "{m:?}");
+    assert!(m[0].contains("no `partition_by`"), "{m:?}");
+    let (code, m) = messages(&[], &count("    partition_by: [word]\n"));
+    assert_eq!(code, 2, "{m:?}");
+    assert!(m[0].contains("no `partitions`"), "{m:?}");
+    let (code, m) = messages(&[], &count("    partitions: 0\n    partition_by: []\n"));
+    assert_eq!((code, m.len()), (2, 2), "{m:?}");
+}

@@ -5,8 +5,8 @@
 use super::validator::Validator;
 use super::yaml::{Node, Value};
 use super::{
-    ComponentDecl, Endpoint, GateDecl, Name, OrderDecl, PathDecl, SinkDecl, SourceDecl, StreamDecl,
-    did_you_mean,
+    ComponentDecl, Endpoint, GateDecl, Name, OrderDecl, Partitions, PathDecl, SinkDecl, SourceDecl,
+    StreamDecl, did_you_mean,
 };
 use crate::codes;
 use crate::diagnostic::{Diagnostic, Span};
@@ -157,6 +157,8 @@ impl Validator<'_> {
                 ("Rep", "replicated"),
                 ("replicas", "replicas"),
                 ("order", "order"),
+                ("partitions", "partitions"),
+                ("partition_by", "partition_by"),
             ],
             &what,
         );
@@ -200,7 +202,29 @@ impl Validator<'_> {
             match n.value {
                 Value::Int(i) if i >= 1 => {
                     replicas = Some(u64::try_from(i).unwrap_or(u64::MAX));
-                    replicated |= i > 1;
+                    let said = f.get("replicated").and_then(|r| match r.value {
+                        Value::Bool(b) => Some((b, r.span)),
+                        _ => None,
+                    });
+                    match said {
+                        Some((b, at)) if b != (i > 1) => {
+                            let d = Diagnostic::new(
+                                &codes::INVALID_VALUE,
+                                format!(
+                                    "{what} says `replicated: {b}` but `replicas: {i}`"
+                                ),
+                            )
+                            .at(n.span, if b { "one instance is not replicated" } else { "more than one replica" })
+                            .related(at, "contradicted here")
+                            .help(if b {
+                                "write `replicas: N` with N > 1 for a replicated component, or drop `replicated: true`"
+                            } else {
+                                "drop `replicated: false` (replicas > 1 is replicated); instances that each take a share of the records are `partitions: N` with `partition_by: [keys]`"
+                            });
+                            self.push(d);
+                        }
+                        _ => replicated |= i > 1,
+                    }
                 }
                 _ => self.error(
                     &codes::INVALID_VALUE,
@@ -212,6 +236,55 @@ impl Validator<'_> {
                     "expected a positive integer",
                 ),
             }
+        }
+        let mut partitions = None;
+        if let Some(n) = f.get("partitions") {
+            match n.value {
+                Value::Int(i) if i >= 1 => partitions = Some(u64::try_from(i).unwrap_or(u64::MAX)),
+                _ => self.error(
+                    &codes::INVALID_VALUE,
+                    n.span,
+                    format!(
+                        "`partitions` of {what} must be a positive integer, but it is {}",
+                        n.describe()
+                    ),
+                    "expected a positive integer",
+                ),
+            }
+        }
+        let partition_by = f
+            .get("partition_by")
+            .and_then(|n| self.key_list(n, &format!("`partition_by` of {what}")));
+        match (f.get("partitions"), &partition_by, f.get("partition_by")) {
+            (Some(n), None, None) if partitions.is_some_and(|p| p > 1) => {
+                let d = Diagnostic::new(
+                    &codes::MISSING_FIELD,
+                    format!("{what} has `partitions` but no `partition_by`"),
+                )
+                .at(n.span, "partitioned by what?")
+                .help("name the attributes that route a record to its partition: `partition_by: [key]`");
+                self.push(d);
+            }
+            (None, _, Some(n)) => {
+                let d = Diagnostic::new(
+                    &codes::MISSING_FIELD,
+                    format!("{what} has `partition_by` but no `partitions`"),
+                )
+                .at(n.span, "no partition count")
+                .help("say how many instances share the records: `partitions: N`");
+                self.push(d);
+            }
+            _ => {}
+        }
+        if let Some(k) = &partition_by
+            && k.names.is_empty()
+        {
+            self.error(
+                &codes::INVALID_VALUE,
+                k.span,
+                format!("`partition_by` of {what} is an empty list of attributes"),
+                "no attributes",
+            );
         }
         if let Some(w) = paths.iter().find(|p| p.label.writes()) {
             for p in paths.iter().filter(|p| p.static_state.is_some()) {
@@ -265,6 +338,13 @@ impl Validator<'_> {
             replicated,
             replicas,
             order,
+            partitions: partitions.map(|count| Partitions {
+                count,
+                by: partition_by.unwrap_or(super::KeyList {
+                    names: Vec::new(),
+                    span: node.span,
+                }),
+            }),
             body: node.span,
             incomplete,
         })
