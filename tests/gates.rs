@@ -303,3 +303,36 @@ fn partitions_are_not_replicas() {
     let (code, m) = messages(&[], &count("    partitions: 0\n    partition_by: []\n"));
     assert_eq!((code, m.len()), (2, 2), "{m:?}");
 }
+
+#[test]
+fn plan_check_fails_a_spec_the_plan_would_repair() {
+    // The unsealed word count is repairable: 0 without --check, 1 with it.
+    let o = blazes(&["plan", "--no-simulate", "specs/wordcount.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = blazes(&["plan", "--no-simulate", "--check", "specs/wordcount.yaml"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains(
+            "`specs/wordcount.yaml` is repairable but not repaired: the plan adds 1 mechanism"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // The control: the sealed word count needs nothing, so --check passes it.
+    let o = blazes(&[
+        "plan",
+        "--no-simulate",
+        "--check",
+        "specs/wordcount-sealed.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // --check writes nothing.
+    let o = blazes(&[
+        "plan",
+        "--check",
+        "--apply",
+        "/tmp/never-written.yaml",
+        "specs/wordcount.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}

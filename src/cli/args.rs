@@ -63,7 +63,8 @@ pub(crate) enum Command {
     /// than it tolerates, which would be a bug in blazes (`--no-simulate` skips it).
     ///
     /// Exit status, the worst over the specs: 0 when a spec is ok or the plan repairs it, 1
-    /// when nothing in reach repairs it or the plan fails its verification, 2 when a spec is
+    /// when nothing in reach repairs it or the plan fails its verification (with `--check`,
+    /// also when the plan would repair it: repairable but not repaired), 2 when a spec is
     /// invalid, the usage is wrong or an output cannot be written. `blazes explain plan`
     /// describes the cost model and the search.
     Plan(PlanArgs),
@@ -430,6 +431,11 @@ pub(crate) struct PlanArgs {
     /// `--apply SPEC`).
     #[arg(long, conflicts_with = "from")]
     pub in_place: bool,
+    /// For CI, like `cargo fmt --check`: exit 1 also when a spec is repairable but not
+    /// repaired (the plan adds coordination the spec does not have yet), and say so on
+    /// standard error. Writes nothing.
+    #[arg(long, conflicts_with_all = ["apply", "in_place"])]
+    pub check: bool,
     #[command(flatten)]
     pub choice: PlanChoiceArgs,
     /// Skip the verification of each plan by execution (the simulator run on the repaired
