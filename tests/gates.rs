@@ -336,3 +336,78 @@ fn plan_check_fails_a_spec_the_plan_would_repair() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// A ranker whose input stream is sealed on `seal`; its gate names `epoch`, its order `order`.
+fn ranker(seal: &str, order: &str) -> String {
+    format!(
+        "sources:\n  updates: {{}}\ncomponents:\n  Rank:\n{order}    paths:\n      - {{ from: merged, to: ranks, label: OW, gate: [doc, epoch] }}\nstreams:\n  - {{ from: updates, to: Rank.merged, seal: [{seal}] }}\n  - {{ from: Rank.ranks, to: index }}\nsinks:\n  index: {{ tolerate: Run }}\n"
+    )
+}
+
+#[test]
+fn a_misspelt_attribute_gets_a_did_you_mean() {
+    // The control: the seal names the gate's attribute.
+    assert_eq!(codes(&[], &ranker("epoch", "")), (0, Vec::new()));
+    let (code, m) = messages(&[], &ranker("epoc", ""));
+    assert_eq!(code, 0, "{m:?}");
+    let lone: Vec<&String> = m.iter().filter(|m| m.starts_with("S017")).collect();
+    // Both are named once: one warning, on the later of the two.
+    assert_eq!(lone.len(), 1, "{m:?}");
+    assert!(
+        lone[0].contains("`epoc` is named nowhere else")
+            && lone[0].contains("did you mean `epoch`?"),
+        "{m:?}"
+    );
+    // An attribute named once with no neighbour is not reported.
+    let (_, m) = messages(&[], &ranker("batch", ""));
+    assert!(!m.iter().any(|m| m.starts_with("S017")), "{m:?}");
+    // Denied, the warning fails the check.
+    assert_eq!(
+        codes(&["--deny", "lone-attribute"], &ranker("epoc", "")).0,
+        1
+    );
+}
+
+#[test]
+fn a_stream_declared_twice_is_a_warning() {
+    let once = unfed("").replace(
+        "  - { from: a, to: Merge.in }\n",
+        "  - { from: a, to: Merge.in }\n  - { from: a, to: Merge.extra }\n",
+    );
+    assert_eq!(codes(&[], &once), (0, Vec::new()));
+    let twice = unfed("").replace(
+        "  - { from: a, to: Merge.in }\n",
+        "  - { from: a, to: Merge.in }\n  - { from: a, to: Merge.in }\n",
+    );
+    assert_eq!(
+        codes(&[], &twice),
+        (0, vec!["C005".to_string(), "S018".to_string()])
+    );
+    // Another seal is another stream.
+    let sealed = unfed("").replace(
+        "  - { from: a, to: Merge.in }\n",
+        "  - { from: a, to: Merge.in }\n  - { from: a, to: Merge.in, seal: [k] }\n",
+    );
+    assert!(!codes(&[], &sealed).1.contains(&"S018".to_string()));
+}
+
+#[test]
+fn a_spec_without_components_or_streams_is_s009() {
+    let (code, m) = messages(&[], "components: {}\nstreams: []\n");
+    assert_eq!(code, 2, "{m:?}");
+    assert!(
+        m[0].starts_with("S009: the spec declares no components"),
+        "{m:?}"
+    );
+    let no_streams =
+        "sources:\n  a: {}\ncomponents:\n  A:\n    paths:\n      - { from: i, to: o, label: CR }\n";
+    let (code, m) = messages(&[], no_streams);
+    assert_eq!(code, 2, "{m:?}");
+    assert!(
+        m[0].starts_with("S009: the spec declares no streams"),
+        "{m:?}"
+    );
+    // The control: one stream, and the spec is analysed.
+    let one = format!("{no_streams}streams:\n  - {{ from: a, to: A.i }}\n");
+    assert_eq!(codes(&[], &one).0, 0);
+}

@@ -250,10 +250,53 @@ impl<'t> Reader<'t> {
         let mut spec = Spec::default();
         let rest = std::mem::replace(&mut self.v.diags, std::mem::take(&mut self.top));
         debug_assert!(rest.is_empty(), "every section collected its diagnostics");
+        let counted = (
+            self.found.iter().any(|(f, _)| *f == "components"),
+            self.components.count,
+            self.streams.count,
+        );
         if !self.not_a_map {
             self.assemble(&mut spec, root);
         }
         self.v.collisions(&spec);
+        self.v.lone_attributes(&spec);
+        self.v.duplicate_streams(&spec);
+        // A dataflow without components or without streams has nothing to analyse. Said only
+        // when nothing else is wrong: another error may be why a section is empty.
+        let (has_components, components, streams) = counted;
+        if !self.not_a_map
+            && has_components
+            && !self
+                .v
+                .diags
+                .iter()
+                .any(|d| d.severity == crate::diagnostic::Severity::Error)
+            && (components == 0 || streams == 0)
+        {
+            let what = if components == 0 {
+                "components"
+            } else {
+                "streams"
+            };
+            let at = self
+                .found
+                .iter()
+                .find(|(f, _)| *f == what)
+                .map_or(Span::new(root.offset, 0), |e| e.1);
+            let d = Diagnostic::new(&codes::EMPTY, format!("the spec declares no {what}"))
+                .at(
+                    at,
+                    if components == 0 {
+                        "no components"
+                    } else {
+                        "no streams"
+                    },
+                )
+                .help(
+                    "a spec needs at least `components:` and `streams:`; see `blazes explain S009`",
+                );
+            self.v.push(d);
+        }
         (spec, self.v.diags)
     }
 
