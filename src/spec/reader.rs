@@ -250,48 +250,33 @@ impl<'t> Reader<'t> {
         let mut spec = Spec::default();
         let rest = std::mem::replace(&mut self.v.diags, std::mem::take(&mut self.top));
         debug_assert!(rest.is_empty(), "every section collected its diagnostics");
-        let counted = (
-            self.found.iter().any(|(f, _)| *f == "components"),
-            self.components.count,
-            self.streams.count,
-        );
+        let has_components = self.found.iter().any(|(f, _)| *f == "components");
+        let components = self.components.count;
         if !self.not_a_map {
             self.assemble(&mut spec, root);
         }
         self.v.collisions(&spec);
         self.v.lone_attributes(&spec);
         self.v.duplicate_streams(&spec);
-        // A dataflow without components or without streams has nothing to analyse. Said only
-        // when nothing else is wrong: another error may be why a section is empty.
-        let (has_components, components, streams) = counted;
+        // A dataflow without components has nothing to analyse. Said only when nothing else is
+        // wrong: another error may be why the section is empty. (A spec with components and no
+        // streams is analysed: its inputs are external sources, its outputs implicit sinks.)
         if !self.not_a_map
             && has_components
+            && components == 0
             && !self
                 .v
                 .diags
                 .iter()
                 .any(|d| d.severity == crate::diagnostic::Severity::Error)
-            && (components == 0 || streams == 0)
         {
-            let what = if components == 0 {
-                "components"
-            } else {
-                "streams"
-            };
             let at = self
                 .found
                 .iter()
-                .find(|(f, _)| *f == what)
+                .find(|(f, _)| *f == "components")
                 .map_or(Span::new(root.offset, 0), |e| e.1);
-            let d = Diagnostic::new(&codes::EMPTY, format!("the spec declares no {what}"))
-                .at(
-                    at,
-                    if components == 0 {
-                        "no components"
-                    } else {
-                        "no streams"
-                    },
-                )
+            let d = Diagnostic::new(&codes::EMPTY, "the spec declares no components")
+                .at(at, "no components")
                 .help(
                     "a spec needs at least `components:` and `streams:`; see `blazes explain S009`",
                 );

@@ -11,6 +11,9 @@ use super::{GateDecl, KeyList, MAX_NAME_CHARS, Name, OrderDecl, Spec, did_you_me
 /// Most distinct attributes a spec may have for S017 to be checked (each attribute named once
 /// is compared with every other; real specs have a handful).
 pub(super) const MAX_LONE_ATTRIBUTES: usize = 512;
+
+/// Shortest attribute name S017 compares: shorter ones are one edit away from too many others.
+const MIN_LONE_CHARS: usize = 4;
 use crate::codes::{self, Code};
 use crate::diagnostic::{Diagnostic, Span};
 
@@ -181,13 +184,13 @@ impl Validator<'_> {
         }
         let mut found: Vec<Diagnostic> = Vec::new();
         for (&text, &(count, n)) in &named {
-            if count != 1 {
+            // Short names (`k`, `id`) are one edit from many others: not compared.
+            if count != 1 || text.chars().count() < MIN_LONE_CHARS {
                 continue;
             }
-            let others = named
-                .keys()
-                .copied()
-                .filter(|o| *o != text && fold(o) != fold(text));
+            let others = named.keys().copied().filter(|o| {
+                *o != text && fold(o) != fold(text) && o.chars().count() >= MIN_LONE_CHARS
+            });
             if let Some(m) = did_you_mean(text, others) {
                 let (m_count, first) = named[m];
                 // Two attributes each named once: which one is misspelt is not known; the one
