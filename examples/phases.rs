@@ -80,6 +80,7 @@ fn main() {
                 dataflow: df,
                 analysis: a,
                 diagnostics,
+                denied: Vec::new(),
             })),
         };
         (

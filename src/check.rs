@@ -6,6 +6,7 @@
 use crate::analysis::{self, Analysis, FailOn};
 use crate::diagnostic::{self, Diagnostic, Severity};
 use crate::graph::{self, Dataflow};
+use crate::lint::Lints;
 use crate::spec::{self, Limits};
 
 /// How to check a spec: the failure threshold, the resource limits, and whether findings
@@ -17,6 +18,9 @@ pub struct Options {
     /// Findings carry their provenance chain as related notes (see
     /// [`analysis::analyze_with`]); a report format that prints no notes can do without.
     pub chain_notes: bool,
+    /// `--deny`/`--allow`: which warnings fail the check or are not reported. They apply after
+    /// the spec's own `lint:` and override it.
+    pub lints: Lints,
 }
 
 impl Default for Options {
@@ -25,6 +29,7 @@ impl Default for Options {
             fail_on: FailOn::default(),
             limits: Limits::default(),
             chain_notes: true,
+            lints: Lints::default(),
         }
     }
 }
@@ -46,6 +51,16 @@ pub struct Analysed {
     pub analysis: Analysis,
     /// Analysis diagnostics, sorted by position.
     pub diagnostics: Vec<Diagnostic>,
+    /// The codes of the warnings the lint settings denied (each once, sorted): reported as
+    /// errors, they fail the check like an unsafe sink.
+    pub denied: Vec<&'static str>,
+}
+
+impl Analysed {
+    /// Whether the check fails: a sink fails, or a denied warning was found.
+    pub fn failed(&self) -> bool {
+        self.analysis.failing() || !self.denied.is_empty()
+    }
 }
 
 /// The result of checking one spec: what every report format reads.
@@ -61,7 +76,7 @@ pub struct FileReport {
 /// Exit status of a spec whose sinks all pass. The statuses are ripgrep's: 0 clean, 1
 /// findings, 2 errors.
 pub const EXIT_CLEAN: i32 = 0;
-/// A sink fails (or a plan is unrepairable).
+/// A sink fails, a denied warning was found (or a plan is unrepairable).
 pub const EXIT_FINDINGS: i32 = 1;
 /// The spec is invalid, or could not be read or written.
 pub const EXIT_INVALID: i32 = 2;
@@ -72,7 +87,7 @@ impl FileReport {
     pub fn exit_code(&self) -> i32 {
         match &self.outcome {
             Outcome::Invalid(_) => EXIT_INVALID,
-            Outcome::Analysed(a) if a.analysis.failing() => EXIT_FINDINGS,
+            Outcome::Analysed(a) if a.failed() => EXIT_FINDINGS,
             Outcome::Analysed(_) => EXIT_CLEAN,
         }
     }
@@ -137,13 +152,14 @@ pub fn check_owned(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport 
 
 fn check_here(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
     let (spec, mut diags, text) = spec::parse_vec(bytes, &options.limits);
-    let Some(spec) = spec else {
+    let Some(mut spec) = spec else {
         return FileReport {
             path: path.to_string(),
             text,
             outcome: Outcome::Invalid(diags),
         };
     };
+    let lints = std::mem::take(&mut spec.lint).then(&options.lints);
     // The spec is consumed by the build: the analysis reuses its memory.
     let (mut dataflow, graph_diags) = graph::build(spec, &stem(path));
     diags.extend(graph_diags);
@@ -164,6 +180,7 @@ fn check_here(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
         diags.append(&mut analysis.diagnostics);
         diagnostic::sort(&mut diags);
     }
+    let denied = lints.apply(&mut diags);
     FileReport {
         path: path.to_string(),
         text,
@@ -171,6 +188,7 @@ fn check_here(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
             dataflow,
             analysis,
             diagnostics: diags,
+            denied,
         })),
     }
 }

@@ -168,9 +168,12 @@ code! {
     pub static WRONG_DIRECTION = "S008", "wrong-direction", Error,
         "a stream flows into an output, out of an input, out of a sink or into a source";
 
-    /// The file contains no YAML document (or only comments). A spec needs at least `components:`.
+    /// The file contains no YAML document (or only comments), or its `components:` section is
+    /// empty. A spec needs at least `components:`, and streams between them. (A missing
+    /// `components:` field is S013; an empty one is reported here when the spec has no other
+    /// error.)
     pub static EMPTY = "S009", "empty-spec", Error,
-        "the spec file is empty";
+        "the spec file is empty, or declares no components";
 
     /// Specs are UTF-8 text. The message points at the first byte that is not valid UTF-8; a binary
     /// file fails on its first such byte.
@@ -209,6 +212,20 @@ code! {
     /// normalised (a composed and a decomposed `é` are different names and are not reported).
     pub static NAME_COLLISION = "S016", "name-collision", Warning,
         "two names differ only in case";
+
+    /// An attribute named in one gate, seal, order or `partition_by` list and in no other list of
+    /// the spec, while an attribute spelt almost like it is named elsewhere (`epoc` and `epoch`):
+    /// a seal, gate or order on a misspelt key matches nothing, silently. The message names the
+    /// attribute that exists. An attribute named once with no such neighbour is not reported, names
+    /// shorter than four characters are not compared (`k` is one edit from `j`), and names that
+    /// differ only in case are S016.
+    pub static LONE_ATTRIBUTE = "S017", "lone-attribute", Warning,
+        "an attribute is named only once, and another attribute is spelt almost like it";
+
+    /// Two items of `streams:` with the same `from`, `to` and `seal`. The copy changes no label,
+    /// but it is usually left behind by an edit, or meant to be another stream.
+    pub static DUPLICATE_STREAM = "S018", "duplicate-stream", Warning,
+        "the same stream is declared twice";
 
     /// For example `tolerate:` accepts `Run`, `Inst` or `Diverge`; `order:` accepts `global` or a
     /// list of attributes; `replicas:` is a positive integer; `version:` is 1.
@@ -274,6 +291,8 @@ pub static ALL: &[&Code] = &[
     &UNKNOWN_OPERATOR,
     &MISSING_INFORMATION,
     &INVALID_TOPOLOGY,
+    &LONE_ATTRIBUTE,
+    &DUPLICATE_STREAM,
 ];
 
 /// Looks a code up by id (`C001`, case-insensitive) or name (`unordered-write`).

@@ -74,6 +74,9 @@ pub struct Path {
     pub output: IfaceId,
     pub annotation: Annotation,
     pub gate: Option<Gate>,
+    /// `state: static`: an `OR` path reading state that does not change while the dataflow
+    /// runs. Only on a component without a writing path (the spec checks it).
+    pub static_state: bool,
     pub label_span: Span,
     pub span: Span,
 }

@@ -58,6 +58,7 @@ pub mod generator;
 pub mod graph;
 pub mod import;
 pub mod label;
+pub mod lint;
 pub mod plan;
 pub mod render;
 pub mod report;

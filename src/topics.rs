@@ -86,10 +86,14 @@ protected when the component is ordered for the gate (`blazes explain order`), o
 input that feeds a writing path carries Seal(K) with K inside the gate: the component then \
 answers each partition only once it is sealed (a seal barrier on each of those inputs). An \
 unprotected read adds `NDRead`, a point of order (C002): Run on one instance, Inst on a \
-replicated component. A component with no writing path has nothing to read; its OR path is \
-treated as protected and warned about (C008).\n\
+replicated component. State that no path of the component writes (a cache, a database the \
+spec does not model) is written by something outside the spec: the read is treated as \
+reading state written by an unsealed external input, so only an order protects it, and the \
+spec gets warning C008. Declare `state: static` on the path when nothing writes that state \
+while the dataflow runs (a table loaded before it starts): the read is then protected.\n\
 \n\
-Fixes: seal the writing inputs on a key within the gate, or order the component.",
+Fixes: seal the writing inputs on a key within the gate, or order the component; for state \
+no path writes, model its writer as a writing path, or declare it `state: static`.",
 };
 
 /// The page `blazes explain OW`.

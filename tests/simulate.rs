@@ -421,22 +421,63 @@ fn wordcount_human_and_json_snapshots() {
     assert_eq!(sink["witness"]["component"], "Count");
 }
 
+/// `text` (a seeded spec: one component header `  Cn:` and one path per line) with every `OR`
+/// path of a component without a writing path declared `state: static`: the spec the
+/// simulator executes, which does not model the unsealed external writer such reads presume.
+fn without_external_writers(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::with_capacity(lines.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let start = i;
+        i += 1;
+        while i < lines.len() && lines[i].starts_with("    ") {
+            i += 1;
+        }
+        let block = &lines[start..i];
+        let writes = block
+            .iter()
+            .any(|l| l.contains("label: CW") || l.contains("label: OW"));
+        for l in block {
+            if !writes && l.contains("label: OR") && l.ends_with(" }") {
+                out.push(format!("{}, state: static }}", &l[..l.len() - 2]));
+            } else {
+                out.push(l.to_string());
+            }
+        }
+    }
+    out.join("\n") + "\n"
+}
+
 /// The share of unsafe sinks (label `Run`, `Inst` or `Diverge`) of seeded random specs for
-/// which the simulator finds a witness; `docs/simulation.md` records it.
+/// which the simulator finds a witness; `docs/simulation.md` records it. A sink that is unsafe
+/// only because a read presumes an unsealed external writer (C008: no path of its component
+/// writes the state) is not counted: the simulator does not execute that writer, so it
+/// cannot show the race. It is counted apart, and such a sink is safe once those reads are
+/// declared `state: static`.
 #[test]
 fn share_of_unsafe_random_sinks_with_a_witness() {
     let o = simulate::Options {
         shrink: false,
         ..options(RANDOM_SCHEDULES, 2)
     };
-    let (mut unsafe_sinks, mut witnessed) = (0, 0);
+    let (mut unsafe_sinks, mut witnessed, mut external) = (0, 0, 0);
     for seed in 0..60u64 {
         let text = specgen::seeded(seed);
         let Some((sim, _)) = simulate_text("random.yaml", &text, &o) else {
             continue;
         };
-        for s in &sim.sinks {
-            if matches!(s.label, Some(Label::Run | Label::Inst | Label::Diverge)) {
+        let modelled = without_external_writers(&text);
+        let Some((static_sim, _)) = simulate_text("random.yaml", &modelled, &o) else {
+            panic!("declaring reads static keeps the spec valid:\n{modelled}");
+        };
+        for (s, t) in sim.sinks.iter().zip(&static_sim.sinks) {
+            let unsafe_label = |l| matches!(l, Some(Label::Run | Label::Inst | Label::Diverge));
+            if unsafe_label(s.label) && !unsafe_label(t.label) {
+                external += 1;
+                continue;
+            }
+            if unsafe_label(s.label) {
                 unsafe_sinks += 1;
                 witnessed += usize::from(s.observed > Observed::Deterministic);
                 if s.observed == Observed::Deterministic {
@@ -447,8 +488,12 @@ fn share_of_unsafe_random_sinks_with_a_witness() {
     }
     let share = witnessed as f64 / unsafe_sinks.max(1) as f64;
     println!(
-        "witnessed {witnessed} of {unsafe_sinks} unsafe sinks ({:.0}%)",
+        "witnessed {witnessed} of {unsafe_sinks} unsafe sinks ({:.0}%); {external} unsafe only through an external writer, not counted",
         share * 100.0
+    );
+    assert!(
+        external > 0,
+        "the control: some seeded spec reads state no path writes"
     );
     assert!(unsafe_sinks >= 8, "the generator produces unsafe sinks");
     assert!(share >= 0.95, "witnessed {witnessed} of {unsafe_sinks}");

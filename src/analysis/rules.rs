@@ -35,12 +35,32 @@ pub fn stream_label(produced: Option<Label>, seal: Option<KeySet>) -> Option<Lab
     }
 }
 
-/// Whether an `OR(gate)` read of component `c` is protected: ordered for the gate, or every
+/// Whether the state an `OR` path `p` of `c` reads is written outside the spec: no path of `c`
+/// writes it and the path does not declare it `state: static`. That writer is an unsealed
+/// external input (section 5 of the algebra): `Async`, never a seal.
+pub fn external_writer(c: &Component, p: &Path) -> bool {
+    p.annotation.reads_written_state()
+        && !p.static_state
+        && !c.paths.iter().any(|w| w.annotation.writes())
+}
+
+/// Whether an `OR(gate)` read `p` of component `c` is protected: ordered for the gate, or every
 /// input feeding a writing path carries a seal compatible with the gate (unreached inputs
-/// carry nothing and protect trivially).
-pub fn read_protected(df: &Dataflow, c: &Component, gate: Gate, iface: &[Option<Label>]) -> bool {
+/// carry nothing and protect trivially). State no path writes is written by an unsealed
+/// external input ([`external_writer`]), which only an order protects against; `state:
+/// static` state is never written, so reading it is protected.
+pub fn read_protected(
+    df: &Dataflow,
+    c: &Component,
+    p: &Path,
+    gate: Gate,
+    iface: &[Option<Label>],
+) -> bool {
     if c.ordered_for(gate, &df.keys) {
         return true;
+    }
+    if external_writer(c, p) {
+        return false;
     }
     c.paths
         .iter()
@@ -127,7 +147,7 @@ pub fn contribute(
         }
         Annotation::OR => {
             let gate = p.gate.unwrap_or(Gate::Star);
-            let protected = read_protected(df, c, gate, iface);
+            let protected = read_protected(df, c, p, gate, iface);
             Contribution {
                 label: unsealed(read_state(c, l, iface)),
                 ndread: !protected,

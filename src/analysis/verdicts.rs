@@ -9,7 +9,7 @@ use crate::graph::{CompId, Dataflow, IfaceId, Producer, SinkId, StreamId};
 use crate::label::{FailOn, Gate, KeySet, Label};
 
 use super::provenance::{Origins, chain};
-use super::rules::{contribute, point_kind, unprotecting_input};
+use super::rules::{contribute, external_writer, point_kind, unprotecting_input};
 use super::{Labels, PointKind, PointOfOrder, SealBarrier, SealProducer, SinkVerdict};
 
 /// Each sink's verdict: its label, and whether that label fails it.
@@ -67,14 +67,25 @@ pub(super) fn points_and_barriers(
                             .unwrap_or(p.input)
                     }
                 };
-                let input_label = labels.iface[cause_input.index()].unwrap_or(l);
+                // State no path writes is written by an unsealed external input: it is the
+                // cause, with no stream of the spec to follow upstream.
+                let external = kind == PointKind::NdRead && external_writer(c, p);
+                let input_label = if external {
+                    Label::UNFED_INPUT
+                } else {
+                    labels.iface[cause_input.index()].unwrap_or(l)
+                };
                 points.push(PointOfOrder {
                     component: cid,
                     path: pi,
                     kind,
                     input_label,
                     cause_input,
-                    chain: chain(df, labels, cause_input),
+                    chain: if external {
+                        Vec::new()
+                    } else {
+                        chain(df, labels, cause_input)
+                    },
                 });
             }
             if k.barrier

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::import::Engine;
 use crate::label::FailOn;
+use crate::lint::Target;
 use crate::report::format::{self, CheckWrite, Format, PlanWrite};
 use crate::spec::Limits;
 
@@ -31,7 +32,8 @@ pub(crate) enum Command {
     /// simulate`): two executions whose outputs at the sink differ.
     ///
     /// Exit status: 0 when every sink gets a label it tolerates (warnings allowed), 1 when
-    /// some sink's label is worse than it tolerates, 2 when a spec cannot be read or is invalid.
+    /// some sink's label is worse than it tolerates or a denied warning is found (`--deny`,
+    /// or the spec's `lint:`), 2 when a spec cannot be read or is invalid.
     Check(CheckArgs),
     /// Draw the analysed dataflow as a graph (Graphviz DOT, or SVG through `dot`).
     ///
@@ -62,7 +64,8 @@ pub(crate) enum Command {
     /// than it tolerates, which would be a bug in blazes (`--no-simulate` skips it).
     ///
     /// Exit status, the worst over the specs: 0 when a spec is ok or the plan repairs it, 1
-    /// when nothing in reach repairs it or the plan fails its verification, 2 when a spec is
+    /// when nothing in reach repairs it or the plan fails its verification (with `--check`,
+    /// also when the plan would repair it: repairable but not repaired), 2 when a spec is
     /// invalid, the usage is wrong or an output cannot be written. `blazes explain plan`
     /// describes the cost model and the search.
     Plan(PlanArgs),
@@ -306,6 +309,11 @@ impl LimitArgs {
     }
 }
 
+/// `--deny` and `--allow`'s values.
+fn lint_target(s: &str) -> Result<Target, String> {
+    Target::parse(s)
+}
+
 #[derive(clap::Args, Debug)]
 pub(crate) struct CheckArgs {
     /// Spec files to check; `-` reads standard input.
@@ -330,6 +338,15 @@ pub(crate) struct CheckArgs {
     /// and attach to every unsafe sink (C004) its witness, or say that none was found.
     #[arg(long)]
     pub witness: bool,
+    /// Make the warnings of CODE (an id, `C005`, or a name, `implicit-source`) errors that fail
+    /// the check (exit status 1); `warnings` denies every warning. Repeatable; overrides the
+    /// spec's `lint:`. A code beats `warnings`: `--deny warnings --allow C007`.
+    #[arg(long, value_name = "CODE|warnings", value_parser = lint_target)]
+    pub deny: Vec<Target>,
+    /// Do not report the warnings of CODE (`warnings`: every warning). Errors are reported
+    /// whatever it says. Repeatable; overrides the spec's `lint:`.
+    #[arg(long, value_name = "CODE|warnings", value_parser = lint_target)]
+    pub allow: Vec<Target>,
     #[command(flatten)]
     pub run: ScheduleArgs,
     #[command(flatten)]
@@ -406,6 +423,11 @@ pub(crate) struct PlanArgs {
     /// `--apply SPEC`).
     #[arg(long, conflicts_with = "from")]
     pub in_place: bool,
+    /// For CI, like `cargo fmt --check`: exit 1 also when a spec is repairable but not
+    /// repaired (the plan adds coordination the spec does not have yet), and say so on
+    /// standard error. Writes nothing.
+    #[arg(long, conflicts_with_all = ["apply", "in_place"])]
+    pub check: bool,
     #[command(flatten)]
     pub choice: PlanChoiceArgs,
     /// Skip the verification of each plan by execution (the simulator run on the repaired

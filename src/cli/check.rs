@@ -7,6 +7,7 @@ use super::import::check_files;
 use super::io::{is_stdin, use_color};
 use super::usage_error;
 use crate::check::{EXIT_CLEAN, EXIT_INVALID, FileReport, Options, Outcome};
+use crate::lint::{Level, Lints};
 use crate::report::format::Settings;
 use crate::report::grouped::thousands;
 use crate::report::witness::Witnesses;
@@ -70,10 +71,25 @@ pub(crate) fn run(args: &CheckArgs) -> i32 {
             "`{flag}` applies only with --witness (it sets how witnesses are searched for)"
         ));
     }
+    if let Some(t) = args.deny.iter().find(|t| args.allow.contains(t)) {
+        return usage_error(&format!(
+            "`{}` is given to both --deny and --allow; name it once",
+            t.as_str()
+        ));
+    }
+    let lints = Lints {
+        settings: args
+            .allow
+            .iter()
+            .map(|&t| (t, Level::Allow))
+            .chain(args.deny.iter().map(|&t| (t, Level::Deny)))
+            .collect(),
+    };
     let options = Options {
         fail_on: args.fail_on.into(),
         limits: args.limits.limits(),
         chain_notes: args.format.chain_notes,
+        lints,
     };
     let reports = check_files(&args.specs, &args.from, &options);
     let witnesses = args.witness.then(|| {

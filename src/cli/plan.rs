@@ -237,11 +237,22 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
     // A closed pipe (`blazes plan ... | head`) is not an error worth a panic.
     let _ = (args.format.write)(&planned, &settings, &mut out).and_then(|()| out.flush());
     drop(out);
-    outcomes
-        .iter()
-        .map(PlanOutcome::exit_code)
-        .max()
-        .unwrap_or(EXIT_CLEAN)
+    let mut code = EXIT_CLEAN;
+    for o in &outcomes {
+        code = code.max(o.exit_code());
+        if args.check
+            && let Some(p) = &o.plan
+            && p.status == Status::Repaired
+        {
+            eprintln!(
+                "error: `{}` is repairable but not repaired: the plan adds {} (`blazes plan --apply OUT` writes it)",
+                o.report.path,
+                crate::vocabulary::plural(p.mechanisms.len(), "mechanism", "mechanisms")
+            );
+            code = code.max(EXIT_FINDINGS);
+        }
+    }
+    code
 }
 
 #[cfg(test)]

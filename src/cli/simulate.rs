@@ -26,6 +26,7 @@ pub(crate) fn run(args: &SimulateArgs) -> i32 {
         fail_on: FailOn::default(),
         limits: args.limits.limits(),
         chain_notes: false,
+        ..Options::default()
     };
     let sim_options = args.run.options(simulate::DEFAULT_SCHEDULES);
     let mut code = EXIT_CLEAN;

@@ -62,6 +62,7 @@ impl Builder {
             streams: stream_decls,
             sinks: sink_decls,
             sources_key: _,
+            lint: _,
         } = spec;
         let mut components = Vec::with_capacity(component_decls.len());
         let mut ifaces: Vec<Iface> = Vec::new();
@@ -108,6 +109,7 @@ impl Builder {
                     output,
                     annotation: p.label,
                     gate,
+                    static_state: p.static_state.is_some(),
                     label_span: p.label_span,
                     span: p.span,
                 });

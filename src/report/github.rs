@@ -176,6 +176,18 @@ pub fn render_bounded_with(
         let (_, index) = index.as_ref().expect("set above");
         out.push_str(&command(reports, index, f, witnesses));
     }
+    for r in reports {
+        if let crate::check::Outcome::Analysed(a) = &r.outcome
+            && !a.denied.is_empty()
+        {
+            out.push_str(&format!(
+                "::error title={}::{}: failed by denied warnings: {}\n",
+                escape_property("blazes: denied warnings"),
+                escape_data(&r.path),
+                a.denied.join(", ")
+            ));
+        }
+    }
     let (errors, warnings) = grouped::left_out(&findings, &keep);
     if errors + warnings > 0 {
         out.push_str(&format!(

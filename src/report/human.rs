@@ -255,7 +255,13 @@ pub fn summary(r: &FileReport) -> String {
             let points = a.analysis.points.len();
             let barriers = a.analysis.barriers.len();
             let mut parts = vec![];
-            if failing.is_empty() {
+            if failing.is_empty() && !a.denied.is_empty() {
+                parts.push(format!(
+                    "failed by denied warnings: {} ({})",
+                    a.denied.join(", "),
+                    plural(a.analysis.sinks.len(), "sink", "sinks")
+                ));
+            } else if failing.is_empty() {
                 parts.push(format!(
                     "ok, every sink gets what it tolerates ({})",
                     plural(a.analysis.sinks.len(), "sink", "sinks")
@@ -276,6 +282,9 @@ pub fn summary(r: &FileReport) -> String {
                     "{}: {names}",
                     plural(failing.len(), "unsafe sink", "unsafe sinks")
                 ));
+            }
+            if !failing.is_empty() && !a.denied.is_empty() {
+                parts.push(format!("denied warnings: {}", a.denied.join(", ")));
             }
             parts.push(plural(points, "point of order", "points of order"));
             parts.push(plural(barriers, "seal barrier", "seal barriers"));

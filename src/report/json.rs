@@ -35,6 +35,10 @@ struct Document<'a> {
 
 #[derive(Serialize)]
 struct File<'a> {
+    /// The codes of the warnings the lint settings denied (`--deny`, `lint:`), when any: they
+    /// fail the check (`status` is then `findings`).
+    #[serde(skip_serializing_if = "<[&str]>::is_empty")]
+    denied: &'a [&'static str],
     diagnostics: Seq<'a, Diag<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<&'a str>,
@@ -180,6 +184,7 @@ fn file<'a>(r: &'a FileReport, at: usize, witnesses: Option<&'a Witnesses>) -> F
     let text = r.text.as_str();
     match &r.outcome {
         Outcome::Invalid(diags) => File {
+            denied: &[],
             diagnostics: diagnostics(diags, text, index, Vec::new()),
             name: None,
             path: &r.path,
@@ -203,6 +208,7 @@ fn file<'a>(r: &'a FileReport, at: usize, witnesses: Option<&'a Witnesses>) -> F
                 None => Vec::new(),
             };
             File {
+                denied: &a.denied,
                 diagnostics: diagnostics(&a.diagnostics, text, index.clone(), attached),
                 simulation: sim.map(|(w, s)| SimulationOut {
                     exhaustive: s.exhaustive,
@@ -250,7 +256,7 @@ fn file<'a>(r: &'a FileReport, at: usize, witnesses: Option<&'a Witnesses>) -> F
                         tolerate: s.tolerance().as_str(),
                     }
                 })),
-                status: if an.failing() { "findings" } else { "ok" },
+                status: if a.failed() { "findings" } else { "ok" },
                 streams: Seq::new(
                     df.streams
                         .iter()

@@ -262,7 +262,7 @@ impl Model {
                         });
                     let waits_for_seals = p.annotation == Annotation::OR
                         && !c.ordered_for(p.gate.unwrap_or(Gate::Star), &df.keys)
-                        && read_protected(df, c, p.gate.unwrap_or(Gate::Star), &labels.iface);
+                        && read_protected(df, c, p, p.gate.unwrap_or(Gate::Star), &labels.iface);
                     PathModel {
                         input: p.input,
                         output: p.output,

@@ -5,14 +5,72 @@
 use super::validator::Validator;
 use super::yaml::{Node, Value};
 use super::{
-    ComponentDecl, Endpoint, GateDecl, Name, OrderDecl, PathDecl, SinkDecl, SourceDecl, StreamDecl,
-    did_you_mean,
+    ComponentDecl, Endpoint, GateDecl, Name, OrderDecl, Partitions, PathDecl, SinkDecl, SourceDecl,
+    StreamDecl, did_you_mean,
 };
 use crate::codes;
 use crate::diagnostic::{Diagnostic, Span};
 use crate::label::{Annotation, Tolerance};
+use crate::lint::{Level, Lints, Target};
 
 impl Validator<'_> {
+    /// The spec's `lint:`: `{ allow: [CODE, ...], warn: [...], deny: [CODE or warnings, ...] }`.
+    /// A target in two lists is an error: the spec would not say which it means.
+    pub(super) fn lint(&mut self, node: &Node) -> Lints {
+        let mut lints = Lints::default();
+        let Some(entries) = self.map(node, "`lint`") else {
+            return lints;
+        };
+        let f = self.fields(
+            entries,
+            &[("allow", "allow"), ("warn", "warn"), ("deny", "deny")],
+            "`lint`",
+        );
+        let mut seen: Vec<(Target, Level, Span)> = Vec::new();
+        for level in [Level::Allow, Level::Warn, Level::Deny] {
+            let field = level.as_str();
+            let Some(n) = f.get(field) else { continue };
+            let what = format!("`lint.{field}`");
+            let Some(items) = self.seq(n, &what) else {
+                continue;
+            };
+            for item in items {
+                let Some(s) = item.as_str() else {
+                    self.wrong_type(item, "a diagnostic code or `warnings`", &what);
+                    continue;
+                };
+                match Target::parse(s) {
+                    Ok(t) => {
+                        if let Some(&(_, other, first)) = seen.iter().find(|e| e.0 == t) {
+                            let d = Diagnostic::new(
+                                &codes::INVALID_VALUE,
+                                format!(
+                                    "`lint` sets `{}` to both {} and {field}",
+                                    t.as_str(),
+                                    other.as_str()
+                                ),
+                            )
+                            .at(item.span, "set again here")
+                            .related(first, "first set here")
+                            .help("name each code in one of `allow`, `warn` and `deny`");
+                            self.push(d);
+                            continue;
+                        }
+                        seen.push((t, level, item.span));
+                        lints.settings.push((t, level));
+                    }
+                    Err(message) => self.error(
+                        &codes::INVALID_VALUE,
+                        item.span,
+                        format!("in {what}: {message}"),
+                        "unknown code",
+                    ),
+                }
+            }
+        }
+        lints
+    }
+
     pub(super) fn source(&mut self, name: Name, node: &Node) -> Option<SourceDecl> {
         let what = format!("source `{}`", name.text);
         let entries = self.map(node, &what)?;
@@ -99,6 +157,8 @@ impl Validator<'_> {
                 ("Rep", "replicated"),
                 ("replicas", "replicas"),
                 ("order", "order"),
+                ("partitions", "partitions"),
+                ("partition_by", "partition_by"),
             ],
             &what,
         );
@@ -142,7 +202,29 @@ impl Validator<'_> {
             match n.value {
                 Value::Int(i) if i >= 1 => {
                     replicas = Some(u64::try_from(i).unwrap_or(u64::MAX));
-                    replicated |= i > 1;
+                    let said = f.get("replicated").and_then(|r| match r.value {
+                        Value::Bool(b) => Some((b, r.span)),
+                        _ => None,
+                    });
+                    match said {
+                        Some((b, at)) if b != (i > 1) => {
+                            let d = Diagnostic::new(
+                                &codes::INVALID_VALUE,
+                                format!(
+                                    "{what} says `replicated: {b}` but `replicas: {i}`"
+                                ),
+                            )
+                            .at(n.span, if b { "one instance is not replicated" } else { "more than one replica" })
+                            .related(at, "contradicted here")
+                            .help(if b {
+                                "write `replicas: N` with N > 1 for a replicated component, or drop `replicated: true`"
+                            } else {
+                                "drop `replicated: false` (replicas > 1 is replicated); instances that each take a share of the records are `partitions: N` with `partition_by: [keys]`"
+                            });
+                            self.push(d);
+                        }
+                        _ => replicated |= i > 1,
+                    }
                 }
                 _ => self.error(
                     &codes::INVALID_VALUE,
@@ -155,8 +237,85 @@ impl Validator<'_> {
                 ),
             }
         }
+        let mut partitions = None;
+        if let Some(n) = f.get("partitions") {
+            match n.value {
+                Value::Int(i) if i >= 1 => partitions = Some(u64::try_from(i).unwrap_or(u64::MAX)),
+                _ => self.error(
+                    &codes::INVALID_VALUE,
+                    n.span,
+                    format!(
+                        "`partitions` of {what} must be a positive integer, but it is {}",
+                        n.describe()
+                    ),
+                    "expected a positive integer",
+                ),
+            }
+        }
+        let partition_by = f
+            .get("partition_by")
+            .and_then(|n| self.key_list(n, &format!("`partition_by` of {what}")));
+        match (f.get("partitions"), &partition_by, f.get("partition_by")) {
+            (Some(n), None, None) if partitions.is_some_and(|p| p > 1) => {
+                let d = Diagnostic::new(
+                    &codes::MISSING_FIELD,
+                    format!("{what} has `partitions` but no `partition_by`"),
+                )
+                .at(n.span, "partitioned by what?")
+                .help("name the attributes that route a record to its partition: `partition_by: [key]`");
+                self.push(d);
+            }
+            (None, _, Some(n)) => {
+                let d = Diagnostic::new(
+                    &codes::MISSING_FIELD,
+                    format!("{what} has `partition_by` but no `partitions`"),
+                )
+                .at(n.span, "no partition count")
+                .help("say how many instances share the records: `partitions: N`");
+                self.push(d);
+            }
+            _ => {}
+        }
+        if let Some(k) = &partition_by
+            && k.names.is_empty()
+        {
+            self.error(
+                &codes::INVALID_VALUE,
+                k.span,
+                format!("`partition_by` of {what} is an empty list of attributes"),
+                "no attributes",
+            );
+        }
+        if let Some(w) = paths.iter().find(|p| p.label.writes()) {
+            for p in paths.iter().filter(|p| p.static_state.is_some()) {
+                let span = p.static_state.unwrap_or(p.span);
+                let d = Diagnostic::new(
+                    &codes::INVALID_VALUE,
+                    format!(
+                        "`state: static` on a read of {what}, but its path `{} -> {}` ({}) writes that state",
+                        w.from.text,
+                        w.to.text,
+                        w.label.as_str()
+                    ),
+                )
+                .at(span, "declared static")
+                .related(w.label_span, "writes the state")
+                .help("state a path of the spec writes is not static: remove `state: static`");
+                self.push(d);
+            }
+        }
         let order = f.get("order").and_then(|n| match &n.value {
             Value::Str(s) if s == "global" => Some(OrderDecl::Global(n.span)),
+            Value::Seq(items) if items.is_empty() => {
+                let d = Diagnostic::new(
+                    &codes::INVALID_VALUE,
+                    format!("`order` of {what} is an empty list of keys"),
+                )
+                .at(n.span, "no keys")
+                .help("did you mean `order: global` (one order of all the component's inputs)? a keyed order names its keys: `order: [key]`");
+                self.push(d);
+                None
+            }
             Value::Seq(_) => self
                 .key_list(n, &format!("the order of {what}"))
                 .map(OrderDecl::Keys),
@@ -179,6 +338,13 @@ impl Validator<'_> {
             replicated,
             replicas,
             order,
+            partitions: partitions.map(|count| Partitions {
+                count,
+                by: partition_by.unwrap_or(super::KeyList {
+                    names: Vec::new(),
+                    span: node.span,
+                }),
+            }),
             body: node.span,
             incomplete,
         })
@@ -195,6 +361,7 @@ impl Validator<'_> {
                 ("label", "label"),
                 ("gate", "gate"),
                 ("subscript", "gate"),
+                ("state", "state"),
             ],
             &what,
         );
@@ -257,6 +424,16 @@ impl Validator<'_> {
         if let Some(g) = gate_node {
             gate = match &g.value {
                 Value::Str(s) if s == "*" => Some(GateDecl::Star(g.span)),
+                Value::Seq(items) if items.is_empty() => {
+                    let d = Diagnostic::new(
+                        &codes::GATE,
+                        format!("the gate of {what} is an empty list of attributes"),
+                    )
+                    .at(g.span, "no attributes")
+                    .help("did you mean `gate: \"*\"` (the partitioning is unknown)? otherwise name the attributes within whose partitions order matters: `gate: [key]`");
+                    self.push(d);
+                    None
+                }
                 Value::Seq(_) => self
                     .key_list(g, &format!("the gate of {what}"))
                     .map(GateDecl::Keys),
@@ -310,6 +487,41 @@ impl Validator<'_> {
                 _ => {}
             }
         }
+        let mut static_state = None;
+        if let Some(n) = f.get("state") {
+            match n.as_str() {
+                Some("static") if annotation.is_none_or(|a| a == Annotation::OR) => {
+                    static_state = Some(n.span);
+                }
+                Some("static") => {
+                    let a = annotation.map_or("", |a| a.as_str());
+                    let d = Diagnostic::new(
+                        &codes::INVALID_VALUE,
+                        format!("`state: static` is for an OR path, but {what} is {a}"),
+                    )
+                    .at(n.span, "not a read of state")
+                    .help("`state: static` says what an OR path reads never changes while the dataflow runs; remove it here");
+                    self.push(d);
+                    ok = false;
+                }
+                _ => {
+                    let mut d = Diagnostic::new(
+                        &codes::INVALID_VALUE,
+                        format!(
+                            "`state` of {what} must be `static`, but it is {}",
+                            n.describe()
+                        ),
+                    )
+                    .at(n.span, "expected `static`");
+                    d = match n.as_str().and_then(|s| did_you_mean(s, ["static"])) {
+                        Some(s) => d.help(format!("did you mean `{s}`?")),
+                        None => d.help("`state: static` says the state an OR path reads never changes while the dataflow runs; state something writes is modelled by a writing path (CW/OW) and its stream"),
+                    };
+                    self.push(d);
+                    ok = false;
+                }
+            }
+        }
         let (Some(from), Some(to), Some(label), true) = (from, to, annotation, ok) else {
             return None;
         };
@@ -319,6 +531,7 @@ impl Validator<'_> {
             label,
             label_span: f.get("label").map_or(node.span, |n| n.span),
             gate,
+            static_state,
             span: node.span,
         })
     }

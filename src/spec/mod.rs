@@ -89,6 +89,10 @@ pub struct PathDecl {
     pub label: Annotation,
     pub label_span: Span,
     pub gate: Option<GateDecl>,
+    /// `state: static` on an `OR` path: the state it reads does not change while the dataflow
+    /// runs (a loaded table). Without it, state that no path of the spec writes is written
+    /// by an unsealed external input.
+    pub static_state: Option<Span>,
     pub span: Span,
 }
 
@@ -101,10 +105,23 @@ pub struct ComponentDecl {
     /// `replicas: N` when given.
     pub replicas: Option<u64>,
     pub order: Option<OrderDecl>,
+    /// `partitions: N` with `partition_by: [keys]`: N instances that each take a share of the
+    /// records (a consumer group, a Storm parallelism), routed by the keys. Not replicas: no
+    /// record reaches two of them, so they cannot disagree, and the analysis treats the
+    /// component as one instance.
+    pub partitions: Option<Partitions>,
     pub body: Span,
     /// Some of its paths were invalid and dropped: endpoint errors naming it are suppressed,
     /// because they would only repeat the path error.
     pub incomplete: bool,
+}
+
+/// A component's `partitions:` and `partition_by:`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Partitions {
+    pub count: u64,
+    /// The attributes that route a record to its partition (empty only with one partition).
+    pub by: KeyList,
 }
 
 /// One end of a stream as written: `Component.interface` or a bare source/sink name.
@@ -148,6 +165,8 @@ pub struct Spec {
     pub sinks: Vec<SinkDecl>,
     /// Span of the `sources:` key, when present: where `plan --apply` can add sources.
     pub sources_key: Option<Span>,
+    /// `lint:`: which warnings the spec allows or denies (the flags override it).
+    pub lint: crate::lint::Lints,
 }
 
 /// Longest name accepted, in characters. A format rule rather than a resource limit: real

@@ -23,6 +23,7 @@ const ROOT_FIELDS: &[(&str, &str)] = &[
     ("components", "components"),
     ("streams", "streams"),
     ("sinks", "sinks"),
+    ("lint", "lint"),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +34,7 @@ enum Section {
     Components,
     Streams,
     Sinks,
+    Lint,
 }
 
 impl Section {
@@ -44,6 +46,7 @@ impl Section {
             "components" => Section::Components,
             "streams" => Section::Streams,
             "sinks" => Section::Sinks,
+            "lint" => Section::Lint,
             _ => return None,
         })
     }
@@ -144,6 +147,7 @@ pub(super) struct Reader<'t> {
     not_a_map: bool,
     version: Option<Node>,
     name: Option<Node>,
+    lint: Option<Node>,
     sources: Part<SourceDecl>,
     components: Part<ComponentDecl>,
     streams: Part<StreamDecl>,
@@ -164,6 +168,7 @@ impl<'t> Reader<'t> {
             not_a_map: false,
             version: None,
             name: None,
+            lint: None,
             sources: Part::default(),
             components: Part::default(),
             streams: Part::default(),
@@ -245,10 +250,38 @@ impl<'t> Reader<'t> {
         let mut spec = Spec::default();
         let rest = std::mem::replace(&mut self.v.diags, std::mem::take(&mut self.top));
         debug_assert!(rest.is_empty(), "every section collected its diagnostics");
+        let has_components = self.found.iter().any(|(f, _)| *f == "components");
+        let components = self.components.count;
         if !self.not_a_map {
             self.assemble(&mut spec, root);
         }
         self.v.collisions(&spec);
+        self.v.lone_attributes(&spec);
+        self.v.duplicate_streams(&spec);
+        // A dataflow without components has nothing to analyse. Said only when nothing else is
+        // wrong: another error may be why the section is empty. (A spec with components and no
+        // streams is analysed: its inputs are external sources, its outputs implicit sinks.)
+        if !self.not_a_map
+            && has_components
+            && components == 0
+            && !self
+                .v
+                .diags
+                .iter()
+                .any(|d| d.severity == crate::diagnostic::Severity::Error)
+        {
+            let at = self
+                .found
+                .iter()
+                .find(|(f, _)| *f == "components")
+                .map_or(Span::new(root.offset, 0), |e| e.1);
+            let d = Diagnostic::new(&codes::EMPTY, "the spec declares no components")
+                .at(at, "no components")
+                .help(
+                    "a spec needs at least `components:` and `streams:`; see `blazes explain S009`",
+                );
+            self.v.push(d);
+        }
         (spec, self.v.diags)
     }
 
@@ -277,6 +310,9 @@ impl<'t> Reader<'t> {
                 }
                 None => v.wrong_type(n, "a string", "`name`"),
             }
+        }
+        if let Some(n) = &self.lint {
+            spec.lint = v.lint(n);
         }
         spec.sources_key = self
             .found
@@ -340,7 +376,7 @@ impl Consumer for Reader<'_> {
         let stopped = self.components.over.is_some()
             || (section == Section::Sinks && self.streams.over.is_some());
         match section {
-            Section::Version | Section::Name => Take::Whole,
+            Section::Version | Section::Name | Section::Lint => Take::Whole,
             Section::Streams | Section::Sinks if stopped => Take::Skip,
             Section::Sources | Section::Components | Section::Sinks => Take::Entries,
             Section::Streams => Take::Items,
@@ -351,6 +387,7 @@ impl Consumer for Reader<'_> {
         match self.current {
             Some(Section::Version) => self.version = Some(value),
             Some(Section::Name) => self.name = Some(value),
+            Some(Section::Lint) => self.lint = Some(value),
             // A streamed section comes here only when it is not the collection expected: the
             // type error, or for null an empty mapping.
             Some(Section::Streams) => {
@@ -393,7 +430,7 @@ impl Consumer for Reader<'_> {
             Some(Section::Sinks) => self.sinks.collect(&mut self.v),
             // `version` and `name` are checked in `finish`, after the root's fields, as the
             // format orders them.
-            Some(Section::Version | Section::Name) | None => {}
+            Some(Section::Version | Section::Name | Section::Lint) | None => {}
         }
         self.entry = None;
     }

@@ -6,7 +6,14 @@
 use std::collections::{BTreeMap, HashSet};
 
 use super::yaml::{Input, Limit, Limits, Node, Value};
-use super::{KeyList, MAX_NAME_CHARS, Name, Spec, did_you_mean};
+use super::{GateDecl, KeyList, MAX_NAME_CHARS, Name, OrderDecl, Spec, did_you_mean};
+
+/// Most distinct attributes a spec may have for S017 to be checked (each attribute named once
+/// is compared with every other; real specs have a handful).
+pub(super) const MAX_LONE_ATTRIBUTES: usize = 512;
+
+/// Shortest attribute name S017 compares: shorter ones are one edit away from too many others.
+const MIN_LONE_CHARS: usize = 4;
 use crate::codes::{self, Code};
 use crate::diagnostic::{Diagnostic, Span};
 
@@ -133,6 +140,115 @@ impl Validator<'_> {
             }
         }
         self.collide("attribute", distinct);
+    }
+
+    /// S017: an attribute that one list names and no other list of the spec does, when an
+    /// attribute that exists is spelt almost like it (`epoc` where the others say `epoch`): a
+    /// seal or an order on a misspelt key silently protects nothing. Names that differ only in
+    /// case are S016's. Past [`MAX_LONE_ATTRIBUTES`] distinct attributes the check is skipped:
+    /// it compares each lone attribute with every other.
+    pub(super) fn lone_attributes(&mut self, spec: &Spec) {
+        let mut lists: Vec<&KeyList> = Vec::new();
+        for s in &spec.sources {
+            lists.extend(s.seal.iter());
+            lists.extend(s.sealable.iter());
+        }
+        for c in &spec.components {
+            if let Some(OrderDecl::Keys(k)) = &c.order {
+                lists.push(k);
+            }
+            if let Some(p) = &c.partitions {
+                lists.push(&p.by);
+            }
+            for p in &c.paths {
+                if let Some(GateDecl::Keys(k)) = &p.gate {
+                    lists.push(k);
+                }
+            }
+        }
+        lists.extend(spec.streams.iter().filter_map(|s| s.seal.as_ref()));
+        // For each attribute: how many lists name it, and where it is first named.
+        let mut named: BTreeMap<&str, (usize, &Name)> = BTreeMap::new();
+        for k in lists {
+            for (i, n) in k.names.iter().enumerate() {
+                if k.names[..i].iter().any(|m| m.text == n.text) {
+                    continue;
+                }
+                named.entry(n.text.as_str()).or_insert((0, n)).0 += 1;
+            }
+        }
+        if named.len() > MAX_LONE_ATTRIBUTES {
+            return;
+        }
+        let mut found: Vec<Diagnostic> = Vec::new();
+        for (&text, &(count, n)) in &named {
+            // Short names (`k`, `id`) are one edit from many others: not compared.
+            if count != 1 || text.chars().count() < MIN_LONE_CHARS {
+                continue;
+            }
+            let others = named.keys().copied().filter(|o| {
+                *o != text && fold(o) != fold(text) && o.chars().count() >= MIN_LONE_CHARS
+            });
+            if let Some(m) = did_you_mean(text, others) {
+                let (m_count, first) = named[m];
+                // Two attributes each named once: which one is misspelt is not known; the one
+                // later in the file is reported, once.
+                if m_count == 1 && first.span.offset > n.span.offset {
+                    continue;
+                }
+                found.push(
+                    Diagnostic::new(
+                        &codes::LONE_ATTRIBUTE,
+                        format!(
+                            "attribute `{text}` is named nowhere else in the spec, but `{m}` is"
+                        ),
+                    )
+                    .at(n.span, "named only here")
+                    .related(first.span, "the attribute that exists")
+                    .help(format!("did you mean `{m}`? a seal, gate or order on a misspelt key matches nothing")),
+                );
+            }
+        }
+        found.sort_by_key(|d| d.offset());
+        self.diags.extend(found);
+    }
+
+    /// S018: a stream declared twice with the same ends and the same seal. It changes no label
+    /// (the two join to the same), but it is a copy left behind, or an edit meant for another
+    /// stream.
+    pub(super) fn duplicate_streams(&mut self, spec: &Spec) {
+        let mut first: std::collections::HashMap<(&str, &str, Vec<&str>), Span> =
+            std::collections::HashMap::new();
+        for st in &spec.streams {
+            let seal = st
+                .seal
+                .as_ref()
+                .map(|k| {
+                    let mut v: Vec<&str> = k.names.iter().map(|n| n.text.as_str()).collect();
+                    v.sort_unstable();
+                    v
+                })
+                .unwrap_or_default();
+            let key = (st.from.text.as_str(), st.to.text.as_str(), seal);
+            match first.get(&key) {
+                Some(&at) => {
+                    let d = Diagnostic::new(
+                        &codes::DUPLICATE_STREAM,
+                        format!(
+                            "the stream from `{}` to `{}` is declared twice",
+                            st.from.text, st.to.text
+                        ),
+                    )
+                    .at(st.span, "declared again")
+                    .related(at, "first declared here")
+                    .help("remove one of them; if another stream was meant, fix its endpoints");
+                    self.push(d);
+                }
+                None => {
+                    first.insert(key, st.span);
+                }
+            }
+        }
     }
 
     pub(super) fn collide(&mut self, what: &str, mut names: Vec<&Name>) {

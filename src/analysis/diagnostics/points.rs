@@ -6,6 +6,7 @@ use crate::diagnostic::{Diagnostic, Severity, Subject};
 use crate::graph::{Component, Dataflow, Order, Path, Producer};
 use crate::label::{Annotation, Gate, KeySet, Keys, Label};
 
+use super::super::rules::external_writer;
 use super::super::{PointKind, PointOfOrder};
 use super::{c001_unordered_write, c002_unprotected_read, c003_transient_write, path_desc};
 
@@ -66,6 +67,8 @@ pub(super) fn finding(df: &Dataflow, point: &PointOfOrder, error: bool) -> Diagn
         c001_unordered_write::message(&text)
     } else if code == &c003_transient_write::INST_WRITE {
         c003_transient_write::message(&text)
+    } else if point.kind == PointKind::NdRead && external_writer(c, p) {
+        c002_unprotected_read::external_message(&text)
     } else {
         let cause = &df.ifaces[point.cause_input.index()].name;
         c002_unprotected_read::message(&text, cause)
@@ -98,6 +101,16 @@ fn fix_hint(df: &Dataflow, point: &PointOfOrder) -> String {
         return "the input is Inst because of a point of order upstream; fix that one and this one goes away".to_string();
     }
     let gate = p.gate.unwrap_or(Gate::Star);
+    if point.kind == PointKind::NdRead && external_writer(c, p) {
+        let order = match gate {
+            Gate::Keys(g) => format!("`order: [{}]`", df.keys.display(g)),
+            Gate::Star => "`order: global`".to_string(),
+        };
+        return format!(
+            "no path of {} writes the state this path reads: if nothing writes it while the dataflow runs, declare `state: static` on the path; if something does, model it (a CW or OW path fed by its stream, sealed on a key within the gate if it is) or order {}'s inputs, the writes included: {order}",
+            c.name, c.name
+        );
+    }
     if let Gate::Keys(g) = gate {
         // A source at the head of the chain that can punctuate a key within the gate.
         let head = point.chain.first().map(|s| df.streams[s.index()].from);
