@@ -4,6 +4,7 @@ use crate::diagnostic::Diagnostic;
 use crate::graph::Dataflow;
 
 use super::super::rules::is_unfed_input;
+use super::super::work;
 
 crate::codes::code! {
     /// An input that no stream feeds is an external source labelled `Async`. If that is intended,
@@ -15,7 +16,7 @@ crate::codes::code! {
 
 /// A warning per input that no stream feeds.
 pub(super) fn check(df: &Dataflow, out: &mut Vec<Diagnostic>) {
-    for f in df.ifaces.iter().filter(|f| is_unfed_input(f)) {
+    for f in work::each(df.ifaces.iter()).filter(|f| is_unfed_input(f)) {
         let c = &df.components[f.component.index()];
         out.push(
             Diagnostic::new(&IMPLICIT_SOURCE, format!("input `{}.{}` has no stream into it, so it is an external source labelled Async", c.name, f.name))

@@ -3,6 +3,8 @@
 use crate::diagnostic::Diagnostic;
 use crate::graph::Dataflow;
 
+use super::super::work;
+
 crate::codes::code! {
     /// An `OR(gate)` path is order-sensitive because it reads state written by other paths of the
     /// same component. This component has no `CW` or `OW` path, so there is nothing to read: the
@@ -14,9 +16,9 @@ crate::codes::code! {
 
 /// A warning per component with an `OR` path and no writing path (on its first `OR` path).
 pub(super) fn check(df: &Dataflow, out: &mut Vec<Diagnostic>) {
-    for c in &df.components {
-        let writes = c.paths.iter().any(|p| p.annotation.writes());
-        if let Some(p) = c.paths.iter().find(|p| p.annotation.reads_written_state())
+    for c in work::each(df.components.iter()) {
+        let writes = work::each(c.paths.iter()).any(|p| p.annotation.writes());
+        if let Some(p) = work::each(c.paths.iter()).find(|p| p.annotation.reads_written_state())
             && !writes
         {
             out.push(

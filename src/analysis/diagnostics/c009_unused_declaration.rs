@@ -3,6 +3,8 @@
 use crate::diagnostic::Diagnostic;
 use crate::graph::Dataflow;
 
+use super::super::work;
+
 crate::codes::code! {
     /// A source with no stream out of it, or a sink with no stream into it, takes no part in the
     /// analysis. Connect it or remove it.
@@ -12,7 +14,7 @@ crate::codes::code! {
 
 /// A warning per source that feeds no stream and per declared sink that receives none.
 pub(super) fn check(df: &Dataflow, out: &mut Vec<Diagnostic>) {
-    for s in df.sources.iter().filter(|s| s.streams.is_empty()) {
+    for s in work::each(df.sources.iter()).filter(|s| s.streams.is_empty()) {
         out.push(
             Diagnostic::new(
                 &UNUSED_DECLARATION,
@@ -25,7 +27,7 @@ pub(super) fn check(df: &Dataflow, out: &mut Vec<Diagnostic>) {
             )),
         );
     }
-    let declared = df.sinks.iter().filter(|s| s.implicit.is_none());
+    let declared = work::each(df.sinks.iter()).filter(|s| s.implicit.is_none());
     for s in declared.filter(|s| s.streams.is_empty()) {
         out.push(
             Diagnostic::new(
