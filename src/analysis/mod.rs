@@ -20,6 +20,8 @@ mod fixpoint;
 mod provenance;
 mod rules;
 mod verdicts;
+#[doc(hidden)]
+pub mod work;
 
 use crate::diagnostic::Diagnostic;
 use crate::graph::{CompId, Dataflow, IfaceId, SinkId, SourceId, StreamId};
@@ -192,7 +194,7 @@ pub fn analyze(df: &mut Dataflow, fail_on: FailOn) -> Analysis {
 /// them for the formats that print them, and a big spec has millions of them.
 pub fn analyze_with(df: &mut Dataflow, fail_on: FailOn, chain_notes: bool) -> Analysis {
     let mut a = verdicts(df, fail_on);
-    a.diagnostics = diagnostics::diagnose(df, &a, chain_notes, fail_on);
+    a.diagnostics = diagnostics::diagnose(df, &a, chain_notes, fail_on, work::NameLookup::Set);
     a
 }
 

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::graph::{Dataflow, IfaceId, Producer, StreamId};
 use crate::label::Label;
 
-use super::{Labels, SealProducer, SinkVerdict};
+use super::{Labels, SealProducer, SinkVerdict, work};
 
 /// Streams that brought the label of input `start` there, upstream first.
 pub fn chain(df: &Dataflow, labels: &Labels, start: IfaceId) -> Vec<StreamId> {
@@ -16,6 +16,7 @@ pub fn chain(df: &Dataflow, labels: &Labels, start: IfaceId) -> Vec<StreamId> {
     let mut seen = BTreeSet::new();
     let mut cur = start;
     while out.len() < MAX && seen.insert(cur) {
+        work::add(1);
         let Some(s) = labels.witness[cur.index()] else {
             break;
         };
@@ -51,10 +52,8 @@ pub fn sink_chain(df: &Dataflow, labels: &Labels, v: &SinkVerdict) -> Vec<Stream
         }
         None => {
             let mut ch = Vec::new();
-            if let Some(&s) = sink
-                .streams
-                .iter()
-                .find(|s| labels.stream[s.index()] == v.label)
+            if let Some(&s) =
+                work::each(sink.streams.iter()).find(|s| labels.stream[s.index()] == v.label)
             {
                 if let Producer::Output(o) = df.streams[s.index()].from
                     && let Some(pi) = labels.cause[o.index()]
@@ -90,13 +89,14 @@ impl Origins {
         visiting: &mut BTreeSet<IfaceId>,
     ) -> BTreeSet<SealProducer> {
         if let Some(m) = self.memo.get(&input) {
+            work::add(m.len() as u64 + 1);
             return m.clone();
         }
         if !visiting.insert(input) {
             return BTreeSet::new();
         }
         let mut out = BTreeSet::new();
-        for &s in &df.ifaces[input.index()].streams {
+        for &s in work::each(df.ifaces[input.index()].streams.iter()) {
             let stream = &df.streams[s.index()];
             if !matches!(labels.stream[s.index()], Some(Label::Seal(_))) {
                 continue;
@@ -118,9 +118,7 @@ impl Origins {
                         out.insert(SealProducer::Component(cid));
                         continue;
                     }
-                    for p in c
-                        .paths
-                        .iter()
+                    for p in work::each(c.paths.iter())
                         .filter(|p| p.output == o && p.annotation.is_confluent())
                     {
                         if matches!(labels.iface[p.input.index()], Some(Label::Seal(_))) {
@@ -131,6 +129,7 @@ impl Origins {
             }
         }
         visiting.remove(&input);
+        work::add(out.len() as u64);
         self.memo.insert(input, out.clone());
         out
     }

@@ -10,12 +10,11 @@ use crate::label::{FailOn, Gate, KeySet, Label};
 
 use super::provenance::{Origins, chain};
 use super::rules::{contribute, external_writer, point_kind, unprotecting_input};
-use super::{Labels, PointKind, PointOfOrder, SealBarrier, SealProducer, SinkVerdict};
+use super::{Labels, PointKind, PointOfOrder, SealBarrier, SealProducer, SinkVerdict, work};
 
 /// Each sink's verdict: its label, and whether that label fails it.
 pub(super) fn sink_verdicts(df: &Dataflow, labels: &Labels, fail_on: FailOn) -> Vec<SinkVerdict> {
-    df.sinks
-        .iter()
+    work::each(df.sinks.iter())
         .enumerate()
         .map(|(i, s)| {
             let label = labels.sink[i];
@@ -52,9 +51,9 @@ pub(super) fn points_and_barriers(
 ) -> (Vec<PointOfOrder>, Vec<SealBarrier>) {
     let mut points = Vec::new();
     let mut barrier_keys: BTreeSet<(CompId, IfaceId, KeySet)> = BTreeSet::new();
-    for (ci, c) in df.components.iter().enumerate() {
+    for (ci, c) in work::each(df.components.iter()).enumerate() {
         let cid = CompId(ci as u32);
-        for (pi, p) in c.paths.iter().enumerate() {
+        for (pi, p) in work::each(c.paths.iter()).enumerate() {
             let Some(l) = labels.iface[p.input.index()] else {
                 continue;
             };
@@ -98,7 +97,7 @@ pub(super) fn points_and_barriers(
                 && !c.ordered_for(p.gate.unwrap_or(Gate::Star), &df.keys)
             {
                 // A read protected by seals: each sealed writing input needs its barrier.
-                for w in c.paths.iter().filter(|w| w.annotation.writes()) {
+                for w in work::each(c.paths.iter()).filter(|w| w.annotation.writes()) {
                     if let Some(Label::Seal(key)) = labels.iface[w.input.index()] {
                         barrier_keys.insert((cid, w.input, key));
                     }
@@ -114,6 +113,7 @@ pub(super) fn points_and_barriers(
                 .of_input(df, labels, input, &mut BTreeSet::new())
                 .into_iter()
                 .collect();
+            work::add(producers.len() as u64 + 1);
             producers.sort_by(|a, b| (a.name(df), a).cmp(&(b.name(df), b)));
             SealBarrier {
                 component,
@@ -136,7 +136,7 @@ impl PointsByComponent {
     /// Indexes `points`, which the analysis lists component by component.
     pub fn new(df: &Dataflow, points: &[PointOfOrder]) -> Self {
         let mut first = vec![u32::MAX; df.components.len()];
-        for (i, p) in points.iter().enumerate().rev() {
+        for (i, p) in work::each(points.iter()).enumerate().rev() {
             first[p.component.index()] = i as u32;
         }
         PointsByComponent { first }
@@ -162,12 +162,10 @@ pub fn sink_cause(
     v: &SinkVerdict,
     chain: &[StreamId],
 ) -> Option<usize> {
-    let producers = chain
-        .iter()
-        .filter_map(|s| match df.streams[s.index()].from {
-            Producer::Output(o) if !labels.stream[s.index()].is_none_or(Label::is_safe) => Some(o),
-            _ => None,
-        });
+    let producers = work::each(chain.iter()).filter_map(|s| match df.streams[s.index()].from {
+        Producer::Output(o) if !labels.stream[s.index()].is_none_or(Label::is_safe) => Some(o),
+        _ => None,
+    });
     let own = df.sinks[v.sink.index()].implicit;
     let output = producers
         .chain(own)
@@ -176,8 +174,7 @@ pub fn sink_cause(
     let c = df.ifaces[output.index()].component;
     let first = by_component.first[c.index()] as usize;
     let on_chain = labels.cause[output.index()].map(|pi| pi as usize);
-    let of_c = points[first..]
-        .iter()
+    let of_c = work::each(points[first..].iter())
         .take_while(|p| p.component == c)
         .position(|p| Some(p.path) == on_chain)
         .unwrap_or(0);

@@ -4,6 +4,7 @@ use crate::diagnostic::{Diagnostic, Subject};
 use crate::graph::{Dataflow, IfaceId};
 
 use super::super::rules::is_unfed_input;
+use super::super::work;
 
 crate::codes::code! {
     /// An input that no stream feeds is an external source labelled `Async`. If that is intended,
@@ -15,9 +16,7 @@ crate::codes::code! {
 
 /// A warning per input that no stream feeds.
 pub(super) fn check(df: &Dataflow, out: &mut Vec<Diagnostic>) {
-    for (i, f) in df
-        .ifaces
-        .iter()
+    for (i, f) in work::each(df.ifaces.iter())
         .enumerate()
         .filter(|(_, f)| is_unfed_input(f))
     {

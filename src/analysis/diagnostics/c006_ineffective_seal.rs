@@ -5,7 +5,7 @@ use crate::diagnostic::{Diagnostic, Subject};
 use crate::graph::{Dataflow, Producer, StreamId};
 use crate::label::Label;
 
-use super::super::Labels;
+use super::super::{Labels, work};
 
 crate::codes::code! {
     /// A stream's `seal: [keys]` says its producer punctuates every partition of those keys. That
@@ -19,7 +19,7 @@ crate::codes::code! {
 /// A warning per stream whose `seal:` declaration changes nothing (see
 /// [`stream_label`](super::super::stream_label)).
 pub(super) fn check(df: &Dataflow, labels: &Labels, out: &mut Vec<Diagnostic>) {
-    for (i, s) in df.streams.iter().enumerate() {
+    for (i, s) in work::each(df.streams.iter()).enumerate() {
         let produced = match s.from {
             Producer::Source(k) => Some(Label::of_source(df.sources[k.index()].seal)),
             Producer::Output(o) => labels.iface[o.index()],

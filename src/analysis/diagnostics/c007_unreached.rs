@@ -3,7 +3,7 @@
 use crate::diagnostic::{Diagnostic, Subject};
 use crate::graph::{Dataflow, StreamId};
 
-use super::super::Labels;
+use super::super::{Labels, work};
 
 crate::codes::code! {
     /// Streams that no source reaches (for example a cycle with no way in) carry no data the
@@ -15,7 +15,10 @@ crate::codes::code! {
 
 /// A warning per stream without a label at the fixpoint.
 pub(super) fn check(df: &Dataflow, labels: &Labels, out: &mut Vec<Diagnostic>) {
-    for (i, (s, l)) in df.streams.iter().zip(&labels.stream).enumerate() {
+    for (i, (s, l)) in work::each(df.streams.iter())
+        .zip(&labels.stream)
+        .enumerate()
+    {
         if l.is_none() {
             out.push(
                 Diagnostic::new(

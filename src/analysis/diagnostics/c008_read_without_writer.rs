@@ -4,6 +4,8 @@ use crate::analysis::rules::external_writer;
 use crate::diagnostic::{Diagnostic, Subject};
 use crate::graph::{CompId, Dataflow};
 
+use super::super::work;
+
 crate::codes::code! {
     /// An `OR(gate)` path is order-sensitive because it reads state. This component has no `CW` or
     /// `OW` path, so no path of the spec writes what it reads: a cache, a database, a blocklist the
@@ -22,8 +24,8 @@ crate::codes::code! {
 /// A warning per component with an `OR` path reading state that no path writes and that is not
 /// declared `state: static` (on its first such path).
 pub(super) fn check(df: &Dataflow, out: &mut Vec<Diagnostic>) {
-    for (i, c) in df.components.iter().enumerate() {
-        if let Some(p) = c.paths.iter().find(|p| external_writer(c, p)) {
+    for (i, c) in work::each(df.components.iter()).enumerate() {
+        if let Some(p) = work::each(c.paths.iter()).find(|p| external_writer(c, p)) {
             out.push(
                 Diagnostic::new(&READ_WITHOUT_WRITER, format!("{} has an OR path but no path that writes state, so the read is treated as reading state written by an unsealed external input", c.name))
                     .at(p.label_span, "reads state no path of the spec writes")

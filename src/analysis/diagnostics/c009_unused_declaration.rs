@@ -3,6 +3,8 @@
 use crate::diagnostic::{Diagnostic, Subject};
 use crate::graph::{Dataflow, SinkId, SourceId};
 
+use super::super::work;
+
 crate::codes::code! {
     /// A source with no stream out of it, or a sink with no stream into it, takes no part in the
     /// analysis. Connect it or remove it.
@@ -12,9 +14,7 @@ crate::codes::code! {
 
 /// A warning per source that feeds no stream and per declared sink that receives none.
 pub(super) fn check(df: &Dataflow, out: &mut Vec<Diagnostic>) {
-    for (i, s) in df
-        .sources
-        .iter()
+    for (i, s) in work::each(df.sources.iter())
         .enumerate()
         .filter(|(_, s)| s.streams.is_empty())
     {
@@ -31,9 +31,7 @@ pub(super) fn check(df: &Dataflow, out: &mut Vec<Diagnostic>) {
             )),
         );
     }
-    let declared = df
-        .sinks
-        .iter()
+    let declared = work::each(df.sinks.iter())
         .enumerate()
         .filter(|(_, s)| s.implicit.is_none());
     for (i, s) in declared.filter(|(_, s)| s.streams.is_empty()) {

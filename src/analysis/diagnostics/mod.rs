@@ -36,6 +36,7 @@ use crate::graph::{Dataflow, Path, StreamId, Vertex};
 use crate::label::{FailOn, Label};
 
 use super::verdicts::PointsByComponent;
+use super::work::{self, NameLookup};
 use super::{Analysis, Labels, SinkVerdict};
 
 /// Every diagnostic of an analysed dataflow, sorted by position: a finding per point of order
@@ -45,6 +46,7 @@ pub(super) fn diagnose(
     a: &Analysis,
     chain_notes: bool,
     fail_on: FailOn,
+    lookup: NameLookup,
 ) -> Vec<Diagnostic> {
     let notes = Notes {
         df,
@@ -53,14 +55,15 @@ pub(super) fn diagnose(
     };
     let mut out = Vec::new();
     let upstream = upstream_of_failing_sinks(df, &a.sinks);
-    for point in &a.points {
+    for point in work::each(a.points.iter()) {
         let error = upstream[point.component.index()];
         out.push(notes.add(points::finding(df, point, error), &point.chain));
     }
     let by_component = PointsByComponent::new(df, &a.points);
-    for v in a.sinks.iter().filter(|v| v.failing) {
+    let taken = c004_unsafe_sink::TakenNames::new(df, lookup);
+    for v in work::each(a.sinks.iter()).filter(|v| v.failing) {
         let (d, chain) =
-            c004_unsafe_sink::finding(df, &a.labels, &a.points, &by_component, v, fail_on);
+            c004_unsafe_sink::finding(df, &a.labels, &a.points, &by_component, &taken, v, fail_on);
         out.push(notes.add(d, &chain));
     }
     c005_implicit_source::check(df, &mut out);
@@ -77,8 +80,7 @@ pub(super) fn diagnose(
 fn upstream_of_failing_sinks(df: &Dataflow, sinks: &[SinkVerdict]) -> Vec<bool> {
     let mut upstream = vec![false; df.components.len()];
     let rev = Reversed(&df.graph);
-    let mut failing = sinks
-        .iter()
+    let mut failing = work::each(sinks.iter())
         .filter(|v| v.failing)
         .map(|v| df.sink_vertex[v.sink.index()]);
     if let Some(first) = failing.next() {
@@ -91,6 +93,7 @@ fn upstream_of_failing_sinks(df: &Dataflow, sinks: &[SinkVerdict]) -> Vec<bool> 
             }
         }
         while let Some(n) = bfs.next(rev) {
+            work::add(1);
             if let Vertex::Component(c) = df.graph[n] {
                 upstream[c.index()] = true;
             }
@@ -109,6 +112,7 @@ struct Notes<'a> {
 impl Notes<'_> {
     /// Adds the chain of streams as related notes, when they are on.
     fn add(&self, mut d: Diagnostic, chain: &[StreamId]) -> Diagnostic {
+        work::add(chain.len() as u64);
         if !self.on {
             return d;
         }

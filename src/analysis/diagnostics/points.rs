@@ -7,7 +7,7 @@ use crate::graph::{Component, Dataflow, Order, Path, Producer};
 use crate::label::{Annotation, Gate, KeySet, Keys, Label};
 
 use super::super::rules::external_writer;
-use super::super::{PointKind, PointOfOrder};
+use super::super::{PointKind, PointOfOrder, work};
 use super::{c001_unordered_write, c002_unprotected_read, c003_transient_write, path_desc};
 
 /// The diagnostic code a point of order is reported with, and by whose name (`name`) every
@@ -116,7 +116,9 @@ fn fix_hint(df: &Dataflow, point: &PointOfOrder) -> String {
         let head = point.chain.first().map(|s| df.streams[s.index()].from);
         if let Some(Producer::Source(k)) = head {
             let src = &df.sources[k.index()];
-            if let Some(key) = src.sealable.iter().find(|key| df.keys.is_subset(**key, g)) {
+            if let Some(key) =
+                work::each(src.sealable.iter()).find(|key| df.keys.is_subset(**key, g))
+            {
                 if *key == KeySet::EMPTY {
                     return format!(
                         "ask source `{}` to mark the end of its stream (`seal: []`; it declares it sealable) and buffer the whole stream at {} (a seal barrier)",
@@ -159,7 +161,7 @@ fn existing_order_hint(df: &Dataflow, c: &Component, k: KeySet, g: KeySet) -> St
     );
     // The keys of every gate the existing order protects, and of this one.
     let mut common: Vec<&str> = keys.names(g);
-    for p in &c.paths {
+    for p in work::each(c.paths.iter()) {
         if let Some(pg @ Gate::Keys(pk)) = p.gate
             && c.ordered_for(pg, keys)
         {
