@@ -76,6 +76,8 @@ pub struct Path {
     pub gate: Option<Gate>,
     pub label_span: Span,
     pub span: Span,
+    /// Origin and reason of a path derived from the component's program; `None` if declared.
+    pub note: Option<Box<crate::spec::PathNote>>,
 }
 
 /// A component: its paths, its interfaces, whether it is replicated and how it is ordered.

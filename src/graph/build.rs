@@ -110,6 +110,7 @@ impl Builder {
                     gate,
                     label_span: p.label_span,
                     span: p.span,
+                    note: p.note,
                 });
             }
             c.order = decl.order.as_ref().map(|o| match o {
