@@ -28,7 +28,7 @@ pub const CLOCK: &str = "clock";
 /// The seal attribute a watermark on `t` stands for: the windows over `t`. A source's
 /// `watermark: t` seals it, and a window aggregation on `t` has it in its gate.
 pub fn window_attr(t: &str) -> String {
-    format!("window({t})")
+    format!("window-{t}")
 }
 
 /// Where a path's annotation comes from.
@@ -83,7 +83,7 @@ pub struct DerivedPath {
 }
 
 impl DerivedPath {
-    /// `OW(auction, window(dateTime))`, `CR`.
+    /// `OW(auction, window-dateTime)`, `CR`.
     pub fn shown(&self) -> String {
         match &self.gate {
             Some(g) => format!("{}({})", self.annotation.as_str(), g.show()),

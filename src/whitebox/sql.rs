@@ -801,6 +801,8 @@ impl Walk<'_> {
                         &list,
                         "reads whatever version the table has when a record arrives",
                     );
+                    let r = format!("the looked-up table is kept in state ({line})");
+                    Self::write(&mut right, &r, p);
                 } else {
                     let r = format!(
                         "a temporal join FOR SYSTEM_TIME AS OF `{t}` reads the version table ({line})"
