@@ -25,6 +25,10 @@ use crate::diagnostic::Diagnostic;
 /// bound keeps the walk's recursion within the reader's stack.
 pub const MAX_SQL_BYTES: usize = 64 * 1024;
 
+/// Most binary operators (`+`, `=`, `AND`, ...) in one SQL program: a chain of them is as deep
+/// as it is long once parsed.
+pub const MAX_SQL_OPERATORS: usize = 500;
+
 /// What a `CREATE TABLE` says about a table's columns.
 #[derive(Clone, Debug, Default)]
 struct TableDdl {
@@ -472,11 +476,20 @@ impl Walk<'_> {
                 merge_flows(&mut l.flows, &r.flows);
                 l.updating |= r.updating;
                 let all = matches!(set_quantifier, SetQuantifier::All);
-                let keys: Vec<Lin> = l
+                let rcols: Vec<Lin> = r
                     .scope
                     .iter()
                     .flat_map(|e| e.cols.iter().map(|c| c.1.clone()))
                     .collect();
+                let mut keys: Vec<Lin> = l
+                    .scope
+                    .iter()
+                    .flat_map(|e| e.cols.iter().map(|c| c.1.clone()))
+                    .collect();
+                // A column of a set operation comes from both sides, position by position.
+                for (k, rc) in keys.iter_mut().zip(&rcols) {
+                    k.union(rc);
+                }
                 match (op, all) {
                     (SetOperator::Union, true) => {}
                     (SetOperator::Union, false) => {
@@ -1145,6 +1158,48 @@ pub fn derive(program: &str, map: &TextMap, file: &str, component: &str) -> Deri
             .help("split the logic into several components"),
         );
         return out;
+    }
+    // A chain of binary operators parses into a tree as deep as the chain, which every walk
+    // (ours, the AST's own drop) recurses through: bound it before parsing.
+    if let Ok(tokens) = sqlparser::tokenizer::Tokenizer::new(&FlinkDialect::default(), program)
+        .tokenize_with_location()
+    {
+        let ops = tokens
+            .iter()
+            .filter(|t| match &t.token {
+                Token::Word(w) => {
+                    w.quote_style.is_none()
+                        && (w.value.eq_ignore_ascii_case("AND")
+                            || w.value.eq_ignore_ascii_case("OR"))
+                }
+                Token::Plus
+                | Token::Minus
+                | Token::Mul
+                | Token::Div
+                | Token::Mod
+                | Token::Eq
+                | Token::Neq
+                | Token::Lt
+                | Token::Gt
+                | Token::LtEq
+                | Token::GtEq
+                | Token::StringConcat => true,
+                _ => false,
+            })
+            .count();
+        if ops > MAX_SQL_OPERATORS {
+            let t = &tokens[0];
+            out.failed = true;
+            out.diagnostics.push(
+                Diagnostic::new(
+                    &codes::WHITEBOX_SYNTAX,
+                    format!("the SQL of component `{component}` has {ops} operators, more than the {MAX_SQL_OPERATORS} read"),
+                )
+                .at(at((t.span.start.line, t.span.start.column, 1)), "program starts here")
+                .help("split the logic into several components"),
+            );
+            return out;
+        }
     }
     let dialect = FlinkDialect::default();
     let parsed = Parser::new(&dialect)
