@@ -319,51 +319,46 @@ fn parse(src: &str, toks: &[Token]) -> Result<Module, Problem> {
             };
             let rhs = &line[2..];
             for (k, t) in rhs.iter().enumerate() {
-                match &t.tok {
-                    Tok::Ident(s) => {
-                        let after_dot = k > 0 && rhs[k - 1].tok == Tok::Punct('.');
-                        if !after_dot && m.colls.contains_key(s) {
-                            r.refs.insert(s.clone());
-                            if k > 0 && rhs[k - 1].tok == Tok::Punct('*') {
-                                r.right.insert(s.clone());
-                            }
-                        }
-                        if after_dot
-                            && (NONMONO.contains(&s.as_str()) || JOINS.contains(&s.as_str()))
-                        {
-                            if NONMONO.contains(&s.as_str()) && r.nonmono.is_none() {
-                                r.nonmono = Some(s.clone());
-                            }
-                            // The keys: the symbols of the call's arguments (for `group` and
-                            // `argagg`, those of its key list).
-                            if rhs.get(k + 1).map(|t| &t.tok) == Some(&Tok::Punct('(')) {
-                                let mut d = 0;
-                                let mut in_list = 0;
-                                let listed =
-                                    matches!(s.as_str(), "group" | "argagg" | "argmax" | "argmin");
-                                for t in &rhs[k + 1..] {
-                                    match &t.tok {
-                                        Tok::Punct('(') => d += 1,
-                                        Tok::Punct(')') => {
-                                            d -= 1;
-                                            if d == 0 {
-                                                break;
-                                            }
-                                        }
-                                        Tok::Punct('[') => in_list += 1,
-                                        Tok::Punct(']') => in_list -= 1,
-                                        Tok::Symbol(k) if !listed || in_list > 0 => {
-                                            r.keys.insert(k.clone());
-                                        }
-                                        _ => {}
-                                    }
-                                }
-                            }
-                        } else if s == "include?" && r.nonmono.is_none() {
-                            r.nonmono = Some(s.clone());
+                if let Tok::Ident(s) = &t.tok {
+                    let after_dot = k > 0 && rhs[k - 1].tok == Tok::Punct('.');
+                    if !after_dot && m.colls.contains_key(s) {
+                        r.refs.insert(s.clone());
+                        if k > 0 && rhs[k - 1].tok == Tok::Punct('*') {
+                            r.right.insert(s.clone());
                         }
                     }
-                    _ => {}
+                    if after_dot && (NONMONO.contains(&s.as_str()) || JOINS.contains(&s.as_str())) {
+                        if NONMONO.contains(&s.as_str()) && r.nonmono.is_none() {
+                            r.nonmono = Some(s.clone());
+                        }
+                        // The keys: the symbols of the call's arguments (for `group` and
+                        // `argagg`, those of its key list).
+                        if rhs.get(k + 1).map(|t| &t.tok) == Some(&Tok::Punct('(')) {
+                            let mut d = 0;
+                            let mut in_list = 0;
+                            let listed =
+                                matches!(s.as_str(), "group" | "argagg" | "argmax" | "argmin");
+                            for t in &rhs[k + 1..] {
+                                match &t.tok {
+                                    Tok::Punct('(') => d += 1,
+                                    Tok::Punct(')') => {
+                                        d -= 1;
+                                        if d == 0 {
+                                            break;
+                                        }
+                                    }
+                                    Tok::Punct('[') => in_list += 1,
+                                    Tok::Punct(']') => in_list -= 1,
+                                    Tok::Symbol(k) if !listed || in_list > 0 => {
+                                        r.keys.insert(k.clone());
+                                    }
+                                    _ => {}
+                                }
+                            }
+                        }
+                    } else if s == "include?" && r.nonmono.is_none() {
+                        r.nonmono = Some(s.clone());
+                    }
                 }
             }
             m.rules.push(r);

@@ -759,13 +759,15 @@ impl Walk<'_> {
         // The keys: both sides of each equality of the ON condition.
         let mut lkeys = Vec::new();
         let mut rkeys = Vec::new();
-        let mut both = Rel::default();
-        both.scope = left
-            .scope
-            .iter()
-            .chain(right.scope.iter())
-            .cloned()
-            .collect();
+        let both = Rel {
+            scope: left
+                .scope
+                .iter()
+                .chain(right.scope.iter())
+                .cloned()
+                .collect(),
+            ..Rel::default()
+        };
         let mut nondet = Vec::new();
         if let Some(JoinConstraint::On(on)) = c {
             let (_, nd) = self.lin(on, &both);
@@ -1050,9 +1052,7 @@ impl Walk<'_> {
             let agg = aggregate
                 .as_ref()
                 .map_or(String::new(), |(a, _)| format!("{a} "));
-            let windowed = keys
-                .iter()
-                .any(|k| !k.windows.is_empty() || (k.event && false));
+            let windowed = keys.iter().any(|k| !k.windows.is_empty());
             let event_ddl = keys.iter().any(|k| !k.windows.is_empty() && k.event);
             let proc = keys.iter().any(|k| k.proctime);
             let on: Vec<String> = keys
