@@ -340,3 +340,25 @@ fn hostile_programs_exit_2_located_and_never_panic() {
         );
     }
 }
+
+#[test]
+fn plan_apply_adds_the_order_and_never_rewrites_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("kvs.yaml");
+    let spec = root().join("specs/whitebox/kvs.yaml");
+    let o = blazes(&[
+        "plan",
+        "--apply",
+        out.to_str().unwrap(),
+        spec.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let before = std::fs::read_to_string(&spec).unwrap();
+    let after = std::fs::read_to_string(&out).unwrap();
+    let program = |t: &str| t[t.find("bloom: |").unwrap()..t.find("streams:").unwrap()].to_string();
+    assert_eq!(program(&after), program(&before));
+    assert!(after.contains("order: [key]"));
+    assert!(!before.contains("order: [key]"));
+    let o = blazes(&["check", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+}
