@@ -362,3 +362,17 @@ fn plan_apply_adds_the_order_and_never_rewrites_the_program() {
     let o = blazes(&["check", out.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
 }
+
+#[test]
+fn a_finding_on_a_derived_path_says_why_and_a_clock_is_not_offered_an_order() {
+    let o = blazes(&["check", "specs/sql/windowed-count-processing-time.yaml"]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("derived from the component's sql: nondeterministic whatever the order"),
+        "{out}"
+    );
+    assert!(out.contains("use event time"), "{out}");
+    // Control: a declared path has no such note.
+    let o = blazes(&["check", "specs/wordcount.yaml"]);
+    assert!(!stdout(&o).contains("derived from the component's"));
+}
