@@ -376,3 +376,13 @@ fn a_finding_on_a_derived_path_says_why_and_a_clock_is_not_offered_an_order() {
     let o = blazes(&["check", "specs/wordcount.yaml"]);
     assert!(!stdout(&o).contains("derived from the component's"));
 }
+
+#[test]
+fn a_key_is_traced_across_an_equi_join_to_the_other_input() {
+    let q = "INSERT INTO o SELECT a.id, COUNT(*) AS n FROM a JOIN b ON a.id = b.aid GROUP BY a.id";
+    assert_eq!(sql(q, &["a", "b"]).1, ["a -> o OW(id)", "b -> o OW(aid)"]);
+    // Control: a key of `a` that is not in the join condition cannot be traced to `b`.
+    let q =
+        "INSERT INTO o SELECT a.cat, COUNT(*) AS n FROM a JOIN b ON a.id = b.aid GROUP BY a.cat";
+    assert_eq!(sql(q, &["a", "b"]).1, ["a -> o OW(cat)", "b -> o OW(*)"]);
+}

@@ -275,6 +275,9 @@ struct Rel {
     updating: bool,
     /// `FOR SYSTEM_TIME AS OF expr` on this table.
     temporal: Option<Expr>,
+    /// The two sides of each equality of an equi-join: a key traced to one side is traced to
+    /// the other's attributes too.
+    equiv: Vec<(Lin, Lin)>,
 }
 
 fn merge_flows(a: &mut BTreeMap<String, Flow>, b: &BTreeMap<String, Flow>) {
@@ -413,7 +416,21 @@ impl Walk<'_> {
         for (x, f) in rel.flows.iter_mut() {
             f.order = true;
             f.writes |= writes;
-            match Self::trace(keys, x) {
+            let widened: Vec<Lin> = keys
+                .iter()
+                .map(|k| {
+                    let mut k = k.clone();
+                    for (a, b) in &rel.equiv {
+                        if a.attrs.iter().any(|p| k.attrs.contains(p)) {
+                            k.union(b);
+                        } else if b.attrs.iter().any(|p| k.attrs.contains(p)) {
+                            k.union(a);
+                        }
+                    }
+                    k
+                })
+                .collect();
+            match Self::trace(&widened, x) {
                 Some(g) => f.gate.extend(g),
                 None => f.star = true,
             }
@@ -769,6 +786,7 @@ impl Walk<'_> {
             ..Rel::default()
         };
         let mut nondet = Vec::new();
+        let mut equiv = Vec::new();
         if let Some(JoinConstraint::On(on)) = c {
             let (_, nd) = self.lin(on, &both);
             nondet = nd;
@@ -779,6 +797,9 @@ impl Walk<'_> {
                     right: b,
                 } = x
                 {
+                    let (a_all, _) = self.lin(a, &both);
+                    let (b_all, _) = self.lin(b, &both);
+                    equiv.push((a_all, b_all));
                     for side in [a, b] {
                         let (la, _) = self.lin(side, &left);
                         let (ra, _) = self.lin(side, &right);
@@ -857,6 +878,13 @@ impl Walk<'_> {
             flows: left.flows,
             updating: updating || outer,
             temporal: None,
+            equiv: left
+                .equiv
+                .iter()
+                .chain(right.equiv.iter())
+                .cloned()
+                .chain(equiv)
+                .collect(),
         };
         merge_flows(&mut out.flows, &right.flows);
         Self::nondet(&mut out, &nondet, "in the join condition");
