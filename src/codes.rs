@@ -260,6 +260,41 @@ code! {
         "the file is not a valid topology of the engine";
 }
 
+// The white-box codes are reported by `whitebox`, which derives a component's paths from its
+// `sql:` or `bloom:` program.
+code! {
+    /// A component's `sql:` or `bloom:` program cannot be read: the SQL does not parse as Flink
+    /// SQL, the Bloom is not a Bud module of the subset blazes reads (an unterminated string, a
+    /// block without `end`, a rule deriving an undeclared collection), or the program is longer
+    /// than blazes reads. No path is derived from it, so the spec is invalid. The location points
+    /// into the program, in the spec file. `blazes explain sql` and `blazes explain bloom` list
+    /// what is read.
+    pub static WHITEBOX_SYNTAX = "W001", "whitebox-syntax", Error,
+        "a component's SQL or Bloom program cannot be read";
+
+    /// The program uses a construct whose behaviour blazes does not derive (a table function
+    /// other than the window functions, `LATERAL`, a statement other than `CREATE TABLE`,
+    /// `CREATE VIEW`, `INSERT INTO ... SELECT` and `SELECT`; in Bloom, `include` or an unknown
+    /// declaration). It is never assumed safe: the paths it touches get the most conservative
+    /// annotation, `OW` with gate `*`. Declare those paths in `paths:` when you know better.
+    pub static WHITEBOX_UNSUPPORTED = "W002", "whitebox-unsupported", Warning,
+        "a construct of a white box is not analysed; the paths it touches are OW(*)";
+
+    /// A component gives both its program and `paths:`, and a declared path is less
+    /// order-sensitive than what the program does (`CR` where the SQL groups by a key), or its
+    /// gate names attributes the program does not partition by. The declared annotation would
+    /// give a confident wrong verdict, so the spec is invalid: correct or remove the declared
+    /// path.
+    pub static WHITEBOX_CONFLICT = "W003", "whitebox-conflict", Error,
+        "a declared path is less order-sensitive than the component's program";
+
+    /// A declared path is more conservative than what the component's program derives (`OW`
+    /// where the SQL only filters). The declared annotation is kept, since it is safe; the
+    /// analysis may ask for coordination the program does not need.
+    pub static WHITEBOX_CONSERVATIVE = "W004", "whitebox-conservative", Warning,
+        "a declared path is more conservative than the component's program";
+}
+
 /// Every code, in registration order (SARIF rule indexes follow it; S014 came after S016).
 /// `blazes explain` lists them sorted by id.
 pub static ALL: &[&Code] = &[
@@ -293,6 +328,10 @@ pub static ALL: &[&Code] = &[
     &INVALID_TOPOLOGY,
     &LONE_ATTRIBUTE,
     &DUPLICATE_STREAM,
+    &WHITEBOX_SYNTAX,
+    &WHITEBOX_UNSUPPORTED,
+    &WHITEBOX_CONFLICT,
+    &WHITEBOX_CONSERVATIVE,
 ];
 
 /// Looks a code up by id (`C001`, case-insensitive) or name (`unordered-write`).

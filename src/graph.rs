@@ -79,6 +79,8 @@ pub struct Path {
     pub static_state: bool,
     pub label_span: Span,
     pub span: Span,
+    /// Origin and reason of a path derived from the component's program; `None` if declared.
+    pub note: Option<Box<crate::spec::PathNote>>,
 }
 
 /// A component: its paths, its interfaces, whether it is replicated and how it is ordered.

@@ -66,3 +66,4 @@ pub mod simulate;
 pub mod spec;
 pub mod topics;
 pub mod vocabulary;
+pub mod whitebox;

@@ -209,9 +209,63 @@ pub static PLAN: Topic = Topic {
     text: crate::plan::EXPLAIN,
 };
 
+/// The page `blazes explain sql`.
+pub static SQL: Topic = Topic {
+    name: "sql",
+    summary: "white boxes in Flink SQL: which query constructs derive which annotation",
+    text: "A component may give its logic as `sql: |` (Flink SQL: CREATE TABLE with WATERMARK \
+FOR, computed columns and PRIMARY KEY NOT ENFORCED, CREATE VIEW, INSERT INTO ... SELECT, a \
+bare SELECT whose output is `out`) instead of `paths:`. Its inputs are the tables it reads \
+that are not views; its outputs the INSERT INTO targets. Each input->output path gets the \
+most order-sensitive operator on the way, gated on the input attributes that operator \
+partitions by (traced through views, subqueries and aliases; `*` when not traceable):\n\
+\n\
+\x20 projection, WHERE, UNION ALL, scalar functions        CR\n\
+\x20 inner join, EXISTS/IN over insert-only inputs        CW\n\
+\x20 GROUP BY, DISTINCT, UNION, outer join, NOT EXISTS,   OW(keys)\n\
+\x20   NOT IN, EXCEPT, ROW_NUMBER/Top-N, dedup, OVER,\n\
+\x20   MATCH_RECOGNIZE, ORDER BY ... LIMIT\n\
+\x20 window aggregation on t (TUMBLE/HOP/CUMULATE/SESSION) OW(keys, window-t): sealed by a\n\
+\x20                                                         source's `watermark: t`\n\
+\x20 the same with WATERMARK FOR t in the DDL              CW\n\
+\x20 temporal join FOR SYSTEM_TIME AS OF event time        probe OR(keys), table OW(keys)\n\
+\x20 PROCTIME() windows, NOW(), RAND(), UUID(),            clock -> out OW(*): nondeterministic\n\
+\x20   lookup joins on processing time                       whatever the order\n\
+\n\
+Example: `SELECT auction, COUNT(*) FROM TABLE(HOP(TABLE bid, DESCRIPTOR(dateTime), ...)) \
+GROUP BY auction, window_start, window_end` is bid -> out OW(auction, window-dateTime); with \
+`bid: { watermark: dateTime }` it is sealed per window (a seal barrier, no point of order). \
+An unsupported construct is warning W002 and makes the paths of its statement OW(*); a \
+program that does not parse is error W001. `paths:` given too are checked against the \
+derivation (W003, W004). More in docs/whitebox.md.",
+};
+
+/// The page `blazes explain bloom`.
+pub static BLOOM: Topic = Topic {
+    name: "bloom",
+    summary: "white boxes in Bloom (Bud): which rules derive which annotation",
+    text: "A component may give its logic as `bloom: |`, a Bud module: `state do ... end` \
+declares `interface input`/`interface output` (the component's interfaces), `table` \
+(persistent state), `scratch` and `channel`; `bloom [:name] do ... end` holds rules `lhs op \
+rhs` with op `<=` (now), `<+` (next tick), `<-` (delete next tick) or `<~` (asynchronous \
+send). For each input->output pair the rules on the way decide:\n\
+\n\
+\x20 <=, <+, <~, joins (*), projections, blocks           monotone: C\n\
+\x20 <- (deletion), notin, group, argagg, reduce,          order-sensitive: O, gated on the\n\
+\x20   include?, reading a collection derived by one         keys of the call (:key => :key)\n\
+\x20 the input kept in a `table` that a later rule reads   writes state: W\n\
+\x20   as its state (not as the probe, right side, of *)\n\
+\n\
+Example (the Blazes talk's KVS): `log <+ put; log <- (put * log).rights(:key => :key); \
+response <= (log * get).pairs(:key => :key)` gives put -> response OW(key) and get -> \
+response OR(key); its pub/sub (`log <= publish; sub_log <= subscribe; response <= (log * \
+sub_log).pairs(:key => :key)`) gives publish -> response CW and subscribe -> response CR. \
+More in docs/whitebox.md.",
+};
+
 /// Every topic, in the order `blazes explain` lists them.
 pub static ALL: &[&Topic] = &[
-    &LABELS, &CR, &CW, &OR, &OW, &SEAL, &GATE, &ORDER, &TOLERATE, &PLAN,
+    &LABELS, &CR, &CW, &OR, &OW, &SEAL, &GATE, &ORDER, &TOLERATE, &PLAN, &SQL, &BLOOM,
 ];
 
 /// Looks a topic up by name, case-insensitively.

@@ -41,7 +41,11 @@ fn index_order(text: &str) -> Result<Vec<String>, String> {
         .lines()
         .filter_map(|l| l.trim_start().split(' ').next())
         .filter(|w| {
-            w.len() == 4 && (w.starts_with('C') || w.starts_with('S') || w.starts_with('I'))
+            w.len() == 4
+                && (w.starts_with('C')
+                    || w.starts_with('S')
+                    || w.starts_with('I')
+                    || w.starts_with('W'))
         })
         .map(str::to_string)
         .collect();

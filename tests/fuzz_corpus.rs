@@ -49,6 +49,13 @@ fn seeds_match_the_specs_and_fixtures() {
         let name = spec.file_name().unwrap().to_string_lossy().into_owned();
         assert!(seeds.contains(&name), "fuzz/seeds lacks {name}");
     }
+    // The white boxes: SQL and Bloom in the corpus, so that mutations reach both parsers.
+    for (dir, prefix) in [("specs/sql", "sql-"), ("specs/whitebox", "whitebox-")] {
+        for spec in files(dir) {
+            let name = format!("{prefix}{}", spec.file_name().unwrap().to_string_lossy());
+            assert!(seeds.contains(&name), "fuzz/seeds lacks {name}");
+        }
+    }
     for fixture in files("tests/fixtures/errors") {
         let name = format!("error-{}", fixture.file_name().unwrap().to_string_lossy());
         assert!(seeds.contains(&name), "fuzz/seeds lacks {name}");

@@ -103,6 +103,13 @@ pub fn unprotecting_input(
         })
 }
 
+/// Whether a path is a white box's clock (processing time, nondeterministic functions): an
+/// internal unsealed input that no order of the component's inputs makes deterministic
+/// (section 10 of the algebra).
+fn clock(df: &Dataflow, p: &Path) -> bool {
+    p.note.is_some() && df.iface(p.input).name == crate::whitebox::CLOCK
+}
+
 /// Section 5, rules 1-5, for one path whose input carries `l`.
 pub fn contribute(
     df: &Dataflow,
@@ -133,7 +140,7 @@ pub fn contribute(
                 },
                 // An order fixes the order, not the contents: an Inst input still writes a
                 // transient disagreement into state, as on a CW path.
-                _ if c.ordered_for(gate, &df.keys) => Contribution {
+                _ if c.ordered_for(gate, &df.keys) && !clock(df, p) => Contribution {
                     label: unsealed(l),
                     taint: l == Label::Inst,
                     ..none

@@ -112,6 +112,7 @@ impl Builder {
                     static_state: p.static_state.is_some(),
                     label_span: p.label_span,
                     span: p.span,
+                    note: p.note,
                 });
             }
             c.order = decl.order.as_ref().map(|o| match o {

@@ -35,6 +35,8 @@ struct Document<'a> {
 
 #[derive(Serialize)]
 struct File<'a> {
+    /// Every component with its paths, declared or derived from its program (additive).
+    components: Seq<'a, ComponentOut<'a>>,
     /// The codes of the warnings the lint settings denied (`--deny`, `lint:`), when any: they
     /// fail the check (`status` is then `findings`).
     #[serde(skip_serializing_if = "<[&str]>::is_empty")]
@@ -127,6 +129,26 @@ struct Stream<'a> {
 }
 
 #[derive(Serialize)]
+struct ComponentOut<'a> {
+    name: &'a str,
+    paths: Vec<PathOut<'a>>,
+}
+
+#[derive(Serialize)]
+struct PathOut<'a> {
+    annotation: &'static str,
+    from: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gate: Option<Vec<String>>,
+    line: usize,
+    /// `declared` (in `paths:`), `sql` or `bloom` (derived from the component's program).
+    origin: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    to: &'a str,
+}
+
+#[derive(Serialize)]
 struct Point<'a> {
     annotation: &'static str,
     /// The diagnostic code the point is reported with; `kind` is that code's name.
@@ -185,6 +207,7 @@ fn file<'a>(r: &'a FileReport, at: usize, witnesses: Option<&'a Witnesses>) -> F
     match &r.outcome {
         Outcome::Invalid(diags) => File {
             denied: &[],
+            components: Seq::empty(),
             diagnostics: diagnostics(diags, text, index, Vec::new()),
             name: None,
             path: &r.path,
@@ -207,8 +230,27 @@ fn file<'a>(r: &'a FileReport, at: usize, witnesses: Option<&'a Witnesses>) -> F
                     .collect(),
                 None => Vec::new(),
             };
+            let idx = index.clone();
             File {
                 denied: &a.denied,
+                components: Seq::new(df.components.iter().map(move |c| {
+                    ComponentOut {
+                        name: &c.name,
+                        paths: c
+                            .paths
+                            .iter()
+                            .map(|p| PathOut {
+                                annotation: p.annotation.as_str(),
+                                from: &df.iface(p.input).name,
+                                gate: p.gate.map(|g| g.names(&df.keys)),
+                                line: idx.line_col(text, p.label_span.offset).0,
+                                origin: p.note.as_ref().map_or("declared", |n| n.origin.as_str()),
+                                reason: p.note.as_ref().map(|n| n.reason.as_str()),
+                                to: &df.iface(p.output).name,
+                            })
+                            .collect(),
+                    }
+                })),
                 diagnostics: diagnostics(&a.diagnostics, text, index.clone(), attached),
                 simulation: sim.map(|(w, s)| SimulationOut {
                     exhaustive: s.exhaustive,

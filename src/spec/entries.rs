@@ -5,13 +5,14 @@
 use super::validator::Validator;
 use super::yaml::{Node, Value};
 use super::{
-    ComponentDecl, Endpoint, GateDecl, Name, OrderDecl, Partitions, PathDecl, SinkDecl, SourceDecl,
-    StreamDecl, did_you_mean,
+    ComponentDecl, Endpoint, GateDecl, KeyList, Name, OrderDecl, Partitions, PathDecl, PathNote,
+    SinkDecl, SourceDecl, StreamDecl, did_you_mean,
 };
 use crate::codes;
 use crate::diagnostic::{Diagnostic, Span};
 use crate::label::{Annotation, Tolerance};
 use crate::lint::{Level, Lints, Target};
+use crate::whitebox::{self, DerivedGate, DerivedPath, Origin, TextMap};
 
 impl Validator<'_> {
     /// The spec's `lint:`: `{ allow: [CODE, ...], warn: [...], deny: [CODE or warnings, ...] }`.
@@ -76,12 +77,35 @@ impl Validator<'_> {
         let entries = self.map(node, &what)?;
         let f = self.fields(
             entries,
-            &[("seal", "seal"), ("sealable", "sealable")],
+            &[
+                ("seal", "seal"),
+                ("sealable", "sealable"),
+                ("watermark", "watermark"),
+            ],
             &what,
         );
-        let seal = f
+        let mut seal = f
             .get("seal")
             .and_then(|n| self.key_list(n, &format!("the seal of {what}")));
+        let watermark = f
+            .get("watermark")
+            .and_then(|n| self.name(n, "the event-time attribute of a watermark"));
+        if let Some(w) = &watermark {
+            // A watermark on t seals the windows over t (docs/algebra.md, "Event time").
+            let attr = Name {
+                text: crate::whitebox::window_attr(&w.text),
+                span: w.span,
+            };
+            match &mut seal {
+                Some(k) => k.names.push(attr),
+                None => {
+                    seal = Some(KeyList {
+                        names: vec![attr],
+                        span: w.span,
+                    })
+                }
+            }
+        }
         let mut sealable = Vec::new();
         if let Some(n) = f.get("sealable")
             && let Some(items) = self.seq(n, &format!("`sealable` of {what}"))
@@ -96,6 +120,7 @@ impl Validator<'_> {
             name,
             seal,
             sealable,
+            watermark,
             body: node.span,
         })
     }
@@ -159,12 +184,28 @@ impl Validator<'_> {
                 ("order", "order"),
                 ("partitions", "partitions"),
                 ("partition_by", "partition_by"),
+                ("sql", "sql"),
+                ("bloom", "bloom"),
             ],
             &what,
         );
         let mut incomplete = false;
         let mut paths = Vec::new();
+        let logic = f
+            .get("sql")
+            .map(|n| (n, Origin::Sql))
+            .or(f.get("bloom").map(|n| (n, Origin::Bloom)));
+        if f.get("sql").is_some() && f.get("bloom").is_some() {
+            let key = f.key("bloom").map_or(node.span, |k| k.span);
+            self.error(
+                &codes::INVALID_VALUE,
+                key,
+                format!("{what} gives both `sql` and `bloom`; a component has one program"),
+                "second program",
+            );
+        }
         match f.get("paths") {
+            None if logic.is_some() => {}
             None if f.was_suggested("paths") => incomplete = true,
             None => {
                 let d = Diagnostic::new(&codes::MISSING_FIELD, format!("{what} has no `paths`"))
@@ -189,6 +230,34 @@ impl Validator<'_> {
                 }
                 None => incomplete = true,
             },
+        }
+        if let Some((n, origin)) = logic {
+            match n.as_str() {
+                Some(program) => {
+                    let map = TextMap::new(program, self.text, n.span.offset);
+                    let d = match origin {
+                        Origin::Bloom => {
+                            whitebox::bloom::derive(program, &map, self.text, &name.text)
+                        }
+                        _ => whitebox::sql::derive(program, &map, self.text, &name.text),
+                    };
+                    if d.failed {
+                        incomplete = true;
+                    }
+                    for diag in d.diagnostics {
+                        self.push(diag);
+                    }
+                    self.merge_derived(&mut paths, d.paths, origin, &what);
+                }
+                None => {
+                    self.wrong_type(
+                        n,
+                        "a program as a string (`sql: |` and the text below)",
+                        &format!("the program of {what}"),
+                    );
+                    incomplete = true;
+                }
+            }
         }
         let mut replicated = false;
         if let Some(n) = f.get("replicated") {
@@ -533,7 +602,123 @@ impl Validator<'_> {
             gate,
             static_state,
             span: node.span,
+            note: None,
         })
+    }
+
+    /// Adds the paths a program derives to the declared ones: a declared path for the same
+    /// input and output stays, checked against the derived one (W003, W004).
+    fn merge_derived(
+        &mut self,
+        paths: &mut Vec<PathDecl>,
+        derived: Vec<DerivedPath>,
+        origin: Origin,
+        what: &str,
+    ) {
+        for d in derived {
+            if let Some(p) = paths
+                .iter()
+                .find(|p| p.note.is_none() && p.from.text == d.from && p.to.text == d.to)
+            {
+                let declared_gate = p.gate.as_ref().map(|g| match g {
+                    GateDecl::Star(_) => DerivedGate::Star,
+                    GateDecl::Keys(k) => {
+                        let mut v: Vec<String> = k.names.iter().map(|n| n.text.clone()).collect();
+                        v.sort();
+                        v.dedup();
+                        DerivedGate::Keys(v)
+                    }
+                });
+                let sens = |a: Annotation| {
+                    (
+                        !a.is_confluent(),
+                        matches!(a, Annotation::CW | Annotation::OW),
+                    )
+                };
+                let (dor, dwr) = sens(p.label);
+                let (gor, gwr) = sens(d.annotation);
+                let gate_ok = match (&declared_gate, &d.gate) {
+                    (_, None) => true,
+                    (None, Some(_)) => false,
+                    (Some(DerivedGate::Star), Some(_)) => true,
+                    (Some(DerivedGate::Keys(_)), Some(DerivedGate::Star)) => false,
+                    (Some(DerivedGate::Keys(a)), Some(DerivedGate::Keys(b))) => {
+                        a.iter().all(|x| b.contains(x))
+                    }
+                };
+                let safe = dor >= gor && dwr >= gwr && gate_ok;
+                let same = safe && p.label == d.annotation && declared_gate == d.gate;
+                let declared = match &declared_gate {
+                    Some(g) => format!("{}({})", p.label.as_str(), g.show()),
+                    None => p.label.as_str().to_string(),
+                };
+                let lang = if origin == Origin::Bloom {
+                    "Bloom"
+                } else {
+                    "SQL"
+                };
+                if !safe {
+                    let diag = Diagnostic::new(
+                        &codes::WHITEBOX_CONFLICT,
+                        format!(
+                            "the path {} -> {} of {what} is declared {declared}, but its {lang} makes it {}: {}",
+                            d.from, d.to, d.shown(), d.reason
+                        ),
+                    )
+                    .at(p.label_span, "declared here")
+                    .related(d.span, "what the program does")
+                    .help(format!("declare it `{}` or remove the declared path", d.shown()));
+                    self.push(diag);
+                } else if !same {
+                    let diag = Diagnostic::new(
+                        &codes::WHITEBOX_CONSERVATIVE,
+                        format!(
+                            "the path {} -> {} of {what} is declared {declared}, more conservative than the {} its {lang} derives: {}",
+                            d.from, d.to, d.shown(), d.reason
+                        ),
+                    )
+                    .at(p.label_span, "declared here")
+                    .related(d.span, "what the program does")
+                    .help("the declared annotation is kept; remove it to use the derived one");
+                    self.push(diag);
+                }
+                continue;
+            }
+            let gate = d.gate.as_ref().map(|g| match g {
+                DerivedGate::Star => GateDecl::Star(d.span),
+                DerivedGate::Keys(k) => GateDecl::Keys(KeyList {
+                    names: k
+                        .iter()
+                        .map(|t| Name {
+                            text: t.clone(),
+                            span: d.span,
+                        })
+                        .collect(),
+                    span: d.span,
+                }),
+            });
+            paths.push(PathDecl {
+                from: Name {
+                    text: d.from,
+                    span: d.span,
+                },
+                to: Name {
+                    text: d.to,
+                    span: d.span,
+                },
+                label: d.annotation,
+                label_span: d.span,
+                gate,
+                span: d.span,
+                // A program says what its state is; a table it reads and never writes is
+                // read from outside, as for a declared path without `state: static`.
+                static_state: None,
+                note: Some(Box::new(PathNote {
+                    origin,
+                    reason: d.reason,
+                })),
+            });
+        }
     }
 
     fn endpoint(&mut self, node: &Node, field: &str) -> Option<Endpoint> {

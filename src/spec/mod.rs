@@ -68,6 +68,9 @@ pub struct SourceDecl {
     pub name: Name,
     pub seal: Option<KeyList>,
     pub sealable: Vec<KeyList>,
+    /// `watermark: ATTR`: event time on ATTR only advances. Its seal on the windows of ATTR is
+    /// in `seal` already.
+    pub watermark: Option<Name>,
     /// Span of the source's value (its mapping, or the null after `name:`).
     pub body: Span,
 }
@@ -94,6 +97,16 @@ pub struct PathDecl {
     /// by an unsealed external input.
     pub static_state: Option<Span>,
     pub span: Span,
+    /// Where a derived path comes from and why; `None` for a declared path (boxed: a big spec
+    /// has millions of declared paths).
+    pub note: Option<Box<PathNote>>,
+}
+
+/// The origin and reason of a path derived from a component's program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathNote {
+    pub origin: crate::whitebox::Origin,
+    pub reason: String,
 }
 
 /// An entry of `components:`.
@@ -135,6 +148,13 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// An endpoint the reader makes itself (a white box's clock): `Component.interface` or a
+    /// source name.
+    pub(crate) fn internal(text: String, span: Span) -> Endpoint {
+        let dot = text.find('.');
+        Endpoint { text, span, dot }
+    }
+
     /// The component of `Component.interface`; `None` for a source or sink.
     pub fn component(&self) -> Option<&str> {
         self.dot.map(|d| &self.text[..d])

@@ -350,6 +350,7 @@ impl<'t> Reader<'t> {
             return;
         };
         spec.streams = items;
+        clocks(spec);
 
         let sinks = std::mem::take(&mut self.sinks);
         v.diags.extend(sinks.diags);
@@ -440,5 +441,39 @@ impl Consumer for Reader<'_> {
             self.not_a_map = true;
         }
         self.top.append(&mut self.v.diags);
+    }
+}
+
+/// A white box whose program reads processing time or calls a nondeterministic function has a
+/// path from its internal `clock` input: it is fed by an internal unsealed source of its own,
+/// `clock@Component`, so that the analysis sees nondeterminism that no order of the declared
+/// inputs fixes.
+fn clocks(spec: &mut Spec) {
+    use crate::whitebox::CLOCK;
+    for c in &spec.components {
+        let Some(p) = c
+            .paths
+            .iter()
+            .find(|p| p.from.text == CLOCK && p.note.is_some())
+        else {
+            continue;
+        };
+        let name = format!("{CLOCK}@{}", c.name.text);
+        spec.sources.push(super::SourceDecl {
+            name: Name {
+                text: name.clone(),
+                span: p.span,
+            },
+            seal: None,
+            sealable: Vec::new(),
+            watermark: None,
+            body: p.span,
+        });
+        spec.streams.push(super::StreamDecl {
+            from: super::Endpoint::internal(name, p.span),
+            to: super::Endpoint::internal(format!("{}.{CLOCK}", c.name.text), p.span),
+            seal: None,
+            span: p.span,
+        });
     }
 }

@@ -83,14 +83,32 @@ pub(super) fn finding(df: &Dataflow, point: &PointOfOrder, error: bool) -> Diagn
     } else {
         Severity::Warning
     };
-    Diagnostic::new(code, message)
+    let clock = p.note.is_some() && df.iface(p.input).name == crate::whitebox::CLOCK;
+    let help = if clock {
+        "processing time or a nondeterministic function inside the component: no order or seal of its inputs fixes it; use event time (a watermarked attribute) instead".to_string()
+    } else {
+        fix_hint(df, point)
+    };
+    let d = Diagnostic::new(code, message)
         .about(Subject::Point {
             component: point.component,
             path: point.path as u32,
         })
         .severity(severity)
         .at(p.label_span, primary)
-        .help(fix_hint(df, point))
+        .help(help);
+    match &p.note {
+        // A path derived from the component's program says why it has its annotation.
+        Some(n) => d.related(
+            p.span,
+            format!(
+                "derived from the component's {}: {}",
+                n.origin.as_str(),
+                n.reason
+            ),
+        ),
+        None => d,
+    }
 }
 
 /// The cheapest fix for one point of order, as a one-line help.

@@ -1,0 +1,179 @@
+//! White boxes: a component's annotations derived from its program instead of written by hand.
+//!
+//! A component may give its logic as streaming SQL (`sql:`, Flink's dialect, [`sql`]) or as a
+//! Bloom module (`bloom:`, the Bud subset of [`bloom`]). Each reads the program and derives, for
+//! every input→output pair the data can flow along, the annotation of the most order-sensitive
+//! operator on the way, its gate (the input attributes those operators partition by, traced
+//! through column lineage; `*` when they cannot be traced) and the reason, located in the text.
+//! The derived paths are ordinary paths: the graph, the analysis, the planner, the renderer and
+//! the simulator see no difference.
+//!
+//! Processing time and nondeterministic functions are a path of their own: from an internal
+//! input named [`CLOCK`], annotated `OW(*)`, which the spec reader feeds from an internal
+//! unsealed source, so that the output is nondeterministic whatever the order of the declared
+//! inputs (`docs/whitebox.md`).
+//!
+//! Must not know: YAML, the graph, the analysis, output formats. No IO.
+
+pub mod bloom;
+pub mod sql;
+
+use crate::diagnostic::{Diagnostic, Span};
+use crate::label::Annotation;
+
+/// The internal input interface through which processing time and nondeterministic functions
+/// enter a white box.
+pub const CLOCK: &str = "clock";
+
+/// The seal attribute a watermark on `t` stands for: the windows over `t`. A source's
+/// `watermark: t` seals it, and a window aggregation on `t` has it in its gate.
+pub fn window_attr(t: &str) -> String {
+    format!("window-{t}")
+}
+
+/// Where a path's annotation comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Written in `paths:`.
+    Declared,
+    /// Derived from the component's `sql:`.
+    Sql,
+    /// Derived from the component's `bloom:`.
+    Bloom,
+}
+
+impl Origin {
+    /// The name every format prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Declared => "declared",
+            Origin::Sql => "sql",
+            Origin::Bloom => "bloom",
+        }
+    }
+}
+
+/// A derived gate: a sorted set of attribute names, or `*`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DerivedGate {
+    Star,
+    Keys(Vec<String>),
+}
+
+impl DerivedGate {
+    /// `*`, or the attributes joined by `, `.
+    pub fn show(&self) -> String {
+        match self {
+            DerivedGate::Star => "*".to_string(),
+            DerivedGate::Keys(k) => k.join(", "),
+        }
+    }
+}
+
+/// One derived path: from an input interface to an output interface, with its annotation, its
+/// gate (for `OR`/`OW`), why, and where in the spec file the deciding construct is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DerivedPath {
+    pub from: String,
+    pub to: String,
+    pub annotation: Annotation,
+    pub gate: Option<DerivedGate>,
+    pub reason: String,
+    pub span: Span,
+}
+
+impl DerivedPath {
+    /// `OW(auction, window-dateTime)`, `CR`.
+    pub fn shown(&self) -> String {
+        match &self.gate {
+            Some(g) => format!("{}({})", self.annotation.as_str(), g.show()),
+            None => self.annotation.as_str().to_string(),
+        }
+    }
+}
+
+/// What a program derives: its paths (sorted by input, then output) and its diagnostics.
+#[derive(Clone, Debug, Default)]
+pub struct Derivation {
+    pub paths: Vec<DerivedPath>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// The program could not be read: no path is derived.
+    pub failed: bool,
+}
+
+/// The annotation of a path from what its operators do: order-sensitive or not, writing state
+/// or not.
+pub(crate) fn annotation(order: bool, writes: bool) -> Annotation {
+    match (order, writes) {
+        (false, false) => Annotation::CR,
+        (false, true) => Annotation::CW,
+        (true, false) => Annotation::OR,
+        (true, true) => Annotation::OW,
+    }
+}
+
+/// Maps positions in a program (1-based line, 1-based column in characters) to byte offsets in
+/// the spec file. The program is the value of a YAML scalar; each of its lines is found in the
+/// file's text after the previous one, which holds for the literal blocks (`sql: |`) programs
+/// are written in, and for one-line scalars.
+#[derive(Clone, Debug)]
+pub struct TextMap {
+    /// Byte offset in the file of each program line's start; `None` when not found.
+    lines: Vec<Option<usize>>,
+    /// The program's lines, to count characters.
+    texts: Vec<String>,
+    fallback: usize,
+}
+
+impl TextMap {
+    /// `program` is the scalar's value; `file` the spec's text; `from` where the scalar starts.
+    pub fn new(program: &str, file: &str, from: usize) -> TextMap {
+        let mut at = from.min(file.len());
+        let mut lines = Vec::new();
+        let mut texts = Vec::new();
+        for line in program.split('\n') {
+            let content = line.trim_start();
+            let found = if content.is_empty() || !file.is_char_boundary(at) {
+                None
+            } else {
+                file[at..].find(content).map(|i| at + i)
+            };
+            let start = found.map(|f| f - (line.len() - content.len()));
+            if let Some(f) = found {
+                at = f + content.len();
+            }
+            lines.push(start.filter(|s| file.is_char_boundary(*s)));
+            texts.push(line.to_string());
+        }
+        TextMap {
+            lines,
+            texts,
+            fallback: from.min(file.len()),
+        }
+    }
+
+    /// The byte offset in the file of a program position.
+    pub fn offset(&self, line: u64, column: u64) -> usize {
+        let i = (line.max(1) - 1) as usize;
+        match (self.lines.get(i).copied().flatten(), self.texts.get(i)) {
+            (Some(start), Some(text)) => {
+                let col = (column.max(1) - 1) as usize;
+                start + text.char_indices().nth(col).map_or(text.len(), |(b, _)| b)
+            }
+            _ => self.fallback,
+        }
+    }
+
+    /// A span of `len` bytes (at least one character) at a program position, within the file.
+    pub fn span(&self, line: u64, column: u64, len: usize, file: &str) -> Span {
+        let offset = self.offset(line, column);
+        let mut end = (offset + len.max(1)).min(file.len());
+        while end > offset && !file.is_char_boundary(end) {
+            end -= 1;
+        }
+        if end == offset && offset < file.len() {
+            return Span::char_at(file, offset);
+        }
+        Span::new(offset, end - offset)
+    }
+}
