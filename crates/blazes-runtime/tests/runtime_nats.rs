@@ -1407,3 +1407,47 @@ async fn a_barrier_as_a_stream_yields_each_release_once_with_its_records() {
         "{missing:?}"
     );
 }
+
+/// A subscriber that records the names of the spans opened, for the test below (the runtime
+/// depends on `tracing` alone; an application brings its own subscriber).
+struct SpanNames(std::sync::Arc<std::sync::Mutex<Vec<&'static str>>>);
+
+impl tracing::Subscriber for SpanNames {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        let mut names = self.0.lock().unwrap();
+        names.push(span.metadata().name());
+        tracing::span::Id::from_u64(names.len() as u64)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {}
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// Every engine operation runs in a span an operator's subscriber sees: opening a sequencer
+/// gets or creates its stream, a send publishes, a read reads.
+#[tokio::test(flavor = "current_thread")]
+async fn engine_operations_run_in_tracing_spans() {
+    let Some(cluster) = Cluster::start(1, "").await else {
+        return;
+    };
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 1).await;
+    let names = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let _guard = tracing::subscriber::set_default(SpanNames(names.clone()));
+    let mut config = SequencerConfig::new("TRACED");
+    config.replicas = 1;
+    let sequencer = Sequencer::open(js.clone(), config).await.unwrap();
+    let mut producer = sequencer.producer("p1").await.unwrap();
+    producer.send(Bytes::from_static(b"x")).await.unwrap();
+    let (read, _) = sequencer.read_sequenced(1, 10).await.unwrap();
+    assert_eq!(read.len(), 1);
+    let seen = names.lock().unwrap().clone();
+    for span in ["ensure_stream", "publish", "read"] {
+        assert!(seen.contains(&span), "no `{span}` span in {seen:?}");
+    }
+}

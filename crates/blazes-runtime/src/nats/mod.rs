@@ -118,6 +118,7 @@ pub struct Stored {
 
 /// A publish with the runtime's headers, retried with the same message id while its outcome is
 /// unknown. `Fenced` when the server refuses an expectation.
+#[tracing::instrument(level = "debug", name = "publish", skip_all, fields(subject = %subject))]
 pub(crate) async fn publish(
     js: &jetstream::Context,
     subject: &str,
@@ -184,7 +185,9 @@ pub(crate) async fn publish(
                 });
             }
             Err(Failure::Retry(last)) => {
+                tracing::debug!(error = %last, "publish outcome unknown; retrying with the same id");
                 if started.elapsed() >= retry_for {
+                    tracing::warn!(error = %last, waited = ?started.elapsed(), "publish gave up");
                     return Err(NatsError::Unavailable {
                         subject: subject.to_string(),
                         waited: started.elapsed(),
@@ -214,6 +217,7 @@ pub(crate) fn headers(msg_id: &str, expect: Option<(&str, u64)>) -> HeaderMap {
 }
 
 /// The last message on `subject`, or `None`; retried while the stream has no leader.
+#[tracing::instrument(level = "debug", name = "last_on_subject", skip_all, fields(subject = %subject))]
 pub(crate) async fn last_on_subject(
     stream: &stream::Stream,
     subject: &str,
@@ -231,6 +235,7 @@ pub(crate) async fn last_on_subject(
 }
 
 /// Gets or creates a stream, retried while the cluster elects its meta leader.
+#[tracing::instrument(level = "debug", name = "ensure_stream", skip_all, fields(stream = %config.name))]
 pub(crate) async fn ensure_stream(
     js: &jetstream::Context,
     config: stream::Config,
@@ -244,6 +249,7 @@ pub(crate) async fn ensure_stream(
 
 /// Gets or creates the checkpoint bucket `bucket` (a replica's latest checkpoint per key), as a
 /// deployment creates it; retried while the cluster elects its meta leader.
+#[tracing::instrument(level = "debug", name = "ensure_bucket", skip_all, fields(bucket = %bucket))]
 pub(crate) async fn ensure_bucket(
     js: &jetstream::Context,
     bucket: &str,
@@ -287,13 +293,17 @@ where
         match op().await {
             Ok(t) => return Ok(t),
             Err(e) if started.elapsed() >= retry_for => {
+                tracing::warn!(%what, error = %e, waited = ?started.elapsed(), "gave up retrying");
                 return Err(NatsError::Unavailable {
                     subject: what.to_string(),
                     waited: started.elapsed(),
                     last: e.to_string(),
                 });
             }
-            Err(_) => tokio::time::sleep(pause).await,
+            Err(e) => {
+                tracing::debug!(%what, error = %e, "retrying");
+                tokio::time::sleep(pause).await
+            }
         }
     }
 }
@@ -381,6 +391,7 @@ enum Consumers {
     Left,
 }
 
+#[tracing::instrument(level = "debug", name = "read", skip_all, fields(stream = %stream.cached_info().config.name, from = from, max = max))]
 async fn read(
     stream: &stream::Stream,
     filter: Option<&str>,
