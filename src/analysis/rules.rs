@@ -47,7 +47,7 @@ pub fn external_writer(c: &Component, p: &Path) -> bool {
 /// Whether an `OR(gate)` read `p` of component `c` is protected: ordered for the gate, or every
 /// input feeding a writing path carries a seal compatible with the gate (unreached inputs
 /// carry nothing and protect trivially). State no path writes is written by an unsealed
-/// external input ([`external_writer`]), which only an order protects against; `state:
+/// external input (`external_writer`), which only an order protects against; `state:
 /// static` state is never written, so reading it is protected.
 pub fn read_protected(
     df: &Dataflow,
