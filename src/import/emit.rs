@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use super::catalog::{self, Catalog, Entry, Order, PARTITION_KEY};
-use super::{Edge, Engine, Imported, Partition, Topology};
+use super::{Edge, Engine, External, Imported, Partition, Topology};
 use crate::codes;
 use crate::diagnostic::{Diagnostic, Span};
 use crate::label::Annotation;
@@ -156,6 +156,11 @@ struct PathOut {
     comment: String,
 }
 
+/// The spec of an annotated topology: `entries[i]` is the catalogue entry of operator `i`.
+///
+/// The sections are written in the spec format's order (sources, components, streams,
+/// sinks); every name is given before any text is written, so that a name is the same in
+/// every section that mentions it.
 pub(super) fn emit(
     engine: Engine,
     topology: &Topology,
@@ -163,30 +168,90 @@ pub(super) fn emit(
     entries: &[Option<usize>],
     name: &str,
 ) -> Imported {
-    let mut warnings = topology.warnings.clone();
-    let mut w = Writer {
-        text: String::new(),
-        map: SourceMap::default(),
+    let mut e = Emitter {
+        topology,
+        catalog,
+        entries,
+        wiring: Wiring::of(topology),
+        w: Writer {
+            text: String::new(),
+            map: SourceMap::default(),
+        },
+        warnings: topology.warnings.clone(),
     };
-    w.from(Span::new(0, 0));
-    w.line(&format!(
-        "# Imported by `blazes import {}`: every annotation says which catalogue entry",
-        engine.name()
-    ));
-    w.line("# produced it and why. Review them, then own this spec.");
-    w.line(&format!("name: {}", quote(&sanitise(name))));
+    e.header(engine, name);
+    e.sources();
+    let seal_of = e.components();
+    e.streams(&seal_of);
+    e.sinks();
+    Imported {
+        spec: e.w.text,
+        map: e.w.map,
+        warnings: e.warnings,
+    }
+}
 
-    let mut namer = Namer::default();
-    // Components first, so that they keep their names when a topic has the same one.
-    let comp: Vec<String> = topology
-        .operators
-        .iter()
-        .map(|op| namer.give(&op.name))
-        .collect();
-    // Inputs per operator: from edges, in the order of the file.
+/// The seal an entry puts on the streams into its operator: its keys and the entry's title.
+type SealOf = Option<(Vec<String>, String)>;
+
+/// What the spec is made of, named: components, their inputs, the streams between them, the
+/// sources and sinks outside.
+struct Wiring<'t> {
+    /// The spec name of each operator.
+    comp: Vec<String>,
+    /// Inputs per operator, in the order of the file.
+    inputs: Vec<Vec<Input<'t>>>,
+    /// The edges that are streams (one per pair of interfaces), in the order of the file.
+    edges: Vec<&'t Edge>,
+    source_names: HashMap<&'t str, String>,
+    sources: Vec<(String, &'t External)>,
+    sink_names: HashMap<&'t str, String>,
+    sinks: Vec<(String, &'t External)>,
+}
+
+impl<'t> Wiring<'t> {
+    fn of(topology: &'t Topology) -> Wiring<'t> {
+        let mut namer = Namer::default();
+        // Components first, so that they keep their names when a topic has the same one.
+        let comp: Vec<String> = topology
+            .operators
+            .iter()
+            .map(|op| namer.give(&op.name))
+            .collect();
+        let (mut inputs, input_at, edges) = inputs_from_edges(topology);
+        let (source_names, sources) = external_inputs(topology, &mut namer, &mut inputs, &input_at);
+        // Sinks last: their names give way to the components' and the sources'.
+        let mut sink_names: HashMap<&str, String> = HashMap::new();
+        let mut sinks: Vec<(String, &External)> = Vec::new();
+        for op in &topology.operators {
+            for t in &op.writes {
+                if !sink_names.contains_key(t.name.as_str()) {
+                    let n = namer.give(&t.name);
+                    sink_names.insert(&t.name, n.clone());
+                    sinks.push((n, t));
+                }
+            }
+        }
+        Wiring {
+            comp,
+            inputs,
+            edges,
+            source_names,
+            sources,
+            sink_names,
+            sinks,
+        }
+    }
+}
+
+/// Where each (operator, input name) is in its operator's inputs: an operator may have many.
+type InputAt<'t> = HashMap<(usize, &'t str), usize>;
+
+/// The inputs of each operator from the edges, in the order of the file, with where each
+/// input is, and the edges that are streams.
+fn inputs_from_edges(topology: &Topology) -> (Vec<Vec<Input<'_>>>, InputAt<'_>, Vec<&Edge>) {
     let mut inputs: Vec<Vec<Input>> = topology.operators.iter().map(|_| Vec::new()).collect();
-    // Where each (operator, input name) is in `inputs`: an operator may have many inputs.
-    let mut input_at: HashMap<(usize, &str), usize> = HashMap::new();
+    let mut input_at: InputAt = HashMap::new();
     let mut seen_edges: HashSet<(usize, usize, &str)> = HashSet::new();
     let mut edges: Vec<&Edge> = Vec::new();
     // In the order of the file, so that the spec reads like it.
@@ -220,9 +285,26 @@ pub(super) fn emit(
             }
         }
     }
-    // External inputs: sources of the spec, one per external name.
+    (inputs, input_at, edges)
+}
+
+/// External inputs: sources of the spec, one per external name, each named by `namer`; an
+/// operator that reads one gets an input `in` (first) if no edge gave it one, and an operator
+/// with no input at all gets one.
+fn external_inputs<'t>(
+    topology: &'t Topology,
+    namer: &mut Namer,
+    inputs: &mut [Vec<Input<'t>>],
+    input_at: &InputAt<'t>,
+) -> (HashMap<&'t str, String>, Vec<(String, &'t External)>) {
+    let unfed = || Input {
+        name: "in".into(),
+        partition: Partition::None,
+        store: None,
+        via: Vec::new(),
+    };
     let mut source_names: HashMap<&str, String> = HashMap::new();
-    let mut sources: Vec<(String, &super::External)> = Vec::new();
+    let mut sources: Vec<(String, &External)> = Vec::new();
     for (i, op) in topology.operators.iter().enumerate() {
         for r in &op.reads {
             if !source_names.contains_key(r.name.as_str()) {
@@ -232,59 +314,74 @@ pub(super) fn emit(
             }
         }
         if !op.reads.is_empty() && !input_at.contains_key(&(i, "in")) {
-            inputs[i].insert(
-                0,
-                Input {
-                    name: "in".into(),
-                    partition: Partition::None,
-                    store: None,
-                    via: Vec::new(),
-                },
-            );
+            inputs[i].insert(0, unfed());
         }
         if inputs[i].is_empty() {
             // No predecessor at all: its input is an external `Async` source (the analysis
             // warns about it, located at the operator).
-            inputs[i].push(Input {
-                name: "in".into(),
-                partition: Partition::None,
-                store: None,
-                via: Vec::new(),
-            });
+            inputs[i].push(unfed());
         }
     }
-    let mut sink_names: HashMap<&str, String> = HashMap::new();
-    let mut sinks: Vec<(String, &super::External)> = Vec::new();
-    for op in &topology.operators {
-        for t in &op.writes {
-            if !sink_names.contains_key(t.name.as_str()) {
-                let n = namer.give(&t.name);
-                sink_names.insert(&t.name, n.clone());
-                sinks.push((n, t));
-            }
-        }
+    (source_names, sources)
+}
+
+/// The spec being written from a topology, with the warnings of the import so far.
+struct Emitter<'t> {
+    topology: &'t Topology,
+    catalog: &'t Catalog,
+    entries: &'t [Option<usize>],
+    wiring: Wiring<'t>,
+    w: Writer,
+    warnings: Vec<Diagnostic>,
+}
+
+impl<'t> Emitter<'t> {
+    fn header(&mut self, engine: Engine, name: &str) {
+        let w = &mut self.w;
+        w.from(Span::new(0, 0));
+        w.line(&format!(
+            "# Imported by `blazes import {}`: every annotation says which catalogue entry",
+            engine.name()
+        ));
+        w.line("# produced it and why. Review them, then own this spec.");
+        w.line(&format!("name: {}", quote(&sanitise(name))));
     }
 
-    if !sources.is_empty() {
+    fn sources(&mut self) {
+        if self.wiring.sources.is_empty() {
+            return;
+        }
+        let w = &mut self.w;
         w.from(Span::new(0, 0));
         w.line("sources:");
-        for (n, r) in &sources {
+        for (n, r) in &self.wiring.sources {
             w.from(r.span);
             w.line(&format!("  {}: {{}}  # {}", quote(n), c(&r.what)));
         }
     }
 
-    w.from(Span::new(0, 0));
-    w.line("components:");
-    // Seals an entry puts on the streams into its operator.
-    let mut seal_of: Vec<Option<(Vec<String>, String)>> = vec![None; topology.operators.len()];
-    for (i, op) in topology.operators.iter().enumerate() {
-        let entry: Option<&Entry> = entries[i].map(|e| &catalog.entries[e]);
+    /// Every operator as a component; returns the seal each one's entry puts on the streams
+    /// into it, which the streams are written with.
+    fn components(&mut self) -> Vec<SealOf> {
+        self.w.from(Span::new(0, 0));
+        self.w.line("components:");
+        (0..self.topology.operators.len())
+            .map(|i| self.component(i))
+            .collect()
+    }
+
+    /// Operator `i` as a component: a comment naming it, its order, replication and paths.
+    fn component(&mut self, i: usize) -> SealOf {
+        let op: &'t super::Operator = &self.topology.operators[i];
+        let catalog = self.catalog;
+        let entry: Option<&Entry> = self.entries[i].map(|e| &catalog.entries[e]);
+        let comp = &self.wiring.comp[i];
+        let w = &mut self.w;
         w.from(op.span);
-        let shown_name = if comp[i] == op.name {
+        let shown_name = if *comp == op.name {
             String::new()
         } else {
-            format!(" (named `{}` here: spec names are plain)", comp[i])
+            format!(" (named `{comp}` here: spec names are plain)")
         };
         w.line(&format!(
             "  # {} `{}`, class `{}`{shown_name}",
@@ -292,225 +389,260 @@ pub(super) fn emit(
             c(&op.name),
             c(&op.class),
         ));
-        w.line(&format!("  {}:", quote(&comp[i])));
+        w.line(&format!("  {}:", quote(comp)));
+        let inputs = &self.wiring.inputs[i];
         let mut unnamed_key = false;
-        let paths: Vec<(String, PathOut)> = inputs[i]
+        let paths: Vec<(String, PathOut)> = inputs
             .iter()
             .map(|input| {
                 let out = path_of(op, entry, input, &mut unnamed_key);
                 (input.name.clone(), out)
             })
             .collect();
-        match entry {
-            None => warnings.push(
-                Diagnostic::new(
-                    &codes::UNKNOWN_OPERATOR,
-                    format!(
-                        "no catalogue entry matches {} `{}` (class `{}`), so it is annotated OW(*), the most conservative",
-                        op.kind,
-                        c(&op.name),
-                        c(&op.class)
-                    ),
-                )
-                .at(op.span, "not in the catalogue")
-                .help(format!(
-                    "if you know what it does, add to a catalogue passed with --catalog: `- {{ class: {}, label: CR, reason: \"what it does\" }}` (see docs/import.md)",
-                    quote(&op.class)
-                )),
-            ),
-            Some(e) => {
-                if let Some(text) = &e.warn {
-                    warnings.push(
-                        Diagnostic::new(
-                            &codes::MISSING_INFORMATION,
-                            format!("{} `{}`: {}", op.kind, c(&op.name), text),
-                        )
-                        .at(op.span, "assumed conservatively")
-                        .help(format!(
-                            "catalogue entry {}; a user catalogue entry for this {}'s name can say what it does",
-                            e.title_for(&op.class, &op.name),
-                            op.kind
-                        )),
-                    );
-                }
-            }
-        }
-        if unnamed_key {
-            warnings.push(
-                Diagnostic::new(
-                    &codes::MISSING_INFORMATION,
-                    format!(
-                        "{} `{}` is keyed by a HASH partitioning whose key the plan does not name; its gate calls it `key`",
-                        op.kind,
-                        c(&op.name)
-                    ),
-                )
-                .at(op.span, "key not named")
-                .help("to use the real attribute (so that seals and orders on it match), give this operator a user catalogue entry with that gate"),
-            );
-        }
-        // Order: the entry's, else the engine's (a Kafka topic partition's), where it covers
-        // an order-sensitive path's gate; elsewhere it would change nothing.
-        let sensitive_gates: Vec<&Vec<String>> =
-            paths.iter().filter_map(|(_, p)| p.gate.as_ref()).collect();
-        let order: Option<(String, String)> = match entry.and_then(|e| e.order.clone()) {
-            Some(Order::Global) => Some((
-                "global".into(),
-                format!(
-                    "from catalogue entry {}",
-                    entry
-                        .map(|e| e.title_for(&op.class, &op.name))
-                        .unwrap_or_default()
-                ),
-            )),
-            Some(Order::Keys(k)) => Some((
-                list(&k),
-                format!(
-                    "from catalogue entry {}",
-                    entry
-                        .map(|e| e.title_for(&op.class, &op.name))
-                        .unwrap_or_default()
-                ),
-            )),
-            None => op.order.as_ref().and_then(|(keys, why)| {
-                let useful = sensitive_gates
-                    .iter()
-                    .any(|g| keys.iter().all(|k| g.contains(k)));
-                useful.then(|| (list(keys), why.clone()))
-            }),
-        };
-        if let Some((o, why)) = order {
+        operator_warnings(op, entry, unnamed_key, &mut self.warnings);
+        if let Some((o, why)) = order_of(op, entry, &paths) {
             w.line(&format!("    # order: {}", c(&why)));
             w.line(&format!("    order: {o}"));
         }
-        // Replication: the entry's, the engine's, or a broadcast input.
-        let broadcast = inputs[i].iter().any(|x| x.partition == Partition::All)
-            && op.parallelism.is_none_or(|p| p > 1);
-        if let Some(n) = entry.and_then(|e| e.replicas) {
-            w.line(&format!(
-                "    # replicas: from catalogue entry {}",
-                entry
-                    .map(|e| e.title_for(&op.class, &op.name))
-                    .unwrap_or_default()
-            ));
-            w.line(&format!("    replicas: {n}"));
-        } else if let Some(r) = entry.and_then(|e| e.replicated) {
-            w.line(&format!(
-                "    # replicated: from catalogue entry {}",
-                entry
-                    .map(|e| e.title_for(&op.class, &op.name))
-                    .unwrap_or_default()
-            ));
-            w.line(&format!("    replicated: {r}"));
-        } else if let Some(why) = &op.replicated {
-            w.line(&format!("    # replicated: {}", c(why)));
-            w.line("    replicated: true");
-        } else if broadcast {
-            w.line("    # replicated: every instance receives every record (a broadcast input), each in its own order");
-            match op.parallelism {
-                Some(p) => w.line(&format!("    replicas: {p}")),
-                None => w.line("    replicated: true"),
+        write_replication(w, op, entry, inputs);
+        write_paths(w, &paths);
+        entry.and_then(|e| {
+            let s = e.seal.as_ref()?;
+            Some((s.clone(), e.title_for(&op.class, &op.name)))
+        })
+    }
+
+    fn streams(&mut self, seal_of: &[SealOf]) {
+        let wiring = &self.wiring;
+        let has_streams =
+            !wiring.edges.is_empty() || !wiring.sources.is_empty() || !wiring.sinks.is_empty();
+        if has_streams {
+            self.w.from(Span::new(0, 0));
+            self.w.line("streams:");
+        }
+        self.streams_from_sources(seal_of);
+        self.streams_between_operators(seal_of);
+        self.streams_into_sinks();
+    }
+
+    /// Sources into their readers, in the order of the operators.
+    fn streams_from_sources(&mut self, seal_of: &[SealOf]) {
+        let (wiring, w) = (&self.wiring, &mut self.w);
+        for (i, op) in self.topology.operators.iter().enumerate() {
+            for r in &op.reads {
+                w.from(r.span);
+                let seal = seal_text(&seal_of[i]);
+                w.line(&format!(
+                    "  - {{ from: {}, to: {}{} }}  # {}{}",
+                    quote(&wiring.source_names[r.name.as_str()]),
+                    quote(&format!("{}.in", wiring.comp[i])),
+                    seal.0,
+                    c(&r.what),
+                    seal.1
+                ));
             }
-        }
-        w.line("    paths:");
-        for (input, p) in &paths {
-            w.line(&format!("      # {}", c(&p.comment)));
-            let gate = p
-                .gate
-                .as_ref()
-                .map(|g| {
-                    if g.len() == 1 && g[0] == "*" {
-                        ", gate: \"*\"".to_string()
-                    } else {
-                        format!(", gate: {}", list(g))
-                    }
-                })
-                .unwrap_or_default();
-            w.line(&format!(
-                "      - {{ from: {}, to: \"out\", label: {}{gate} }}",
-                quote(input),
-                p.label.as_str()
-            ));
-        }
-        if let Some(e) = entry
-            && let Some(s) = &e.seal
-        {
-            seal_of[i] = Some((s.clone(), e.title_for(&op.class, &op.name)));
         }
     }
 
-    let has_streams = !edges.is_empty() || !sources.is_empty() || !sinks.is_empty();
-    if has_streams {
-        w.from(Span::new(0, 0));
-        w.line("streams:");
-    }
-    // Sources into their readers, in the order of the operators.
-    for (i, op) in topology.operators.iter().enumerate() {
-        for r in &op.reads {
-            w.from(r.span);
-            let seal = seal_text(&seal_of[i]);
+    /// The edges, each with what carries it and the seal of its consumer's entry.
+    fn streams_between_operators(&mut self, seal_of: &[SealOf]) {
+        let (wiring, w) = (&self.wiring, &mut self.w);
+        for e in &wiring.edges {
+            w.from(e.span);
+            // A store link is not a stream the consumer's entry seals: it feeds a CW path.
+            let seal = if e.store.is_some() {
+                (String::new(), String::new())
+            } else {
+                seal_text(&seal_of[e.to])
+            };
+            let via = e
+                .via
+                .as_deref()
+                .map(|v| format!("  # {}", c(v)))
+                .unwrap_or_default();
+            // One comment per line: the seal's note joins what carries the edge, or opens
+            // the comment when nothing does.
+            let via = match (via.is_empty(), seal.1.is_empty()) {
+                (true, true) => String::new(),
+                (true, false) => format!("  #{}", seal.1.trim_start_matches(';')),
+                _ => format!("{via}{}", seal.1),
+            };
             w.line(&format!(
-                "  - {{ from: {}, to: {}{} }}  # {}{}",
-                quote(&source_names[r.name.as_str()]),
-                quote(&format!("{}.in", comp[i])),
+                "  - {{ from: {}, to: {}{} }}{via}",
+                quote(&format!("{}.out", wiring.comp[e.from])),
+                quote(&format!("{}.{}", wiring.comp[e.to], e.input)),
                 seal.0,
-                c(&r.what),
-                seal.1
             ));
         }
     }
-    for e in &edges {
-        w.from(e.span);
-        let seal = if e.store.is_some() {
-            (String::new(), String::new())
-        } else {
-            seal_text(&seal_of[e.to])
-        };
-        let via = e
-            .via
-            .as_deref()
-            .map(|v| format!("  # {}", c(v)))
-            .unwrap_or_default();
-        let via = match (via.is_empty(), seal.1.is_empty()) {
-            (true, true) => String::new(),
-            (true, false) => format!("  #{}", seal.1.trim_start_matches(';')),
-            _ => format!("{via}{}", seal.1),
-        };
-        w.line(&format!(
-            "  - {{ from: {}, to: {}{} }}{via}",
-            quote(&format!("{}.out", comp[e.from])),
-            quote(&format!("{}.{}", comp[e.to], e.input)),
-            seal.0,
-        ));
-    }
-    for (i, op) in topology.operators.iter().enumerate() {
-        for t in &op.writes {
-            w.from(t.span);
-            w.line(&format!(
-                "  - {{ from: {}, to: {} }}  # {}",
-                quote(&format!("{}.out", comp[i])),
-                quote(&sink_names[t.name.as_str()]),
-                c(&t.what)
-            ));
+
+    /// Operators into the sinks they write, in the order of the operators.
+    fn streams_into_sinks(&mut self) {
+        let (wiring, w) = (&self.wiring, &mut self.w);
+        for (i, op) in self.topology.operators.iter().enumerate() {
+            for t in &op.writes {
+                w.from(t.span);
+                w.line(&format!(
+                    "  - {{ from: {}, to: {} }}  # {}",
+                    quote(&format!("{}.out", wiring.comp[i])),
+                    quote(&wiring.sink_names[t.name.as_str()]),
+                    c(&t.what)
+                ));
+            }
         }
     }
-    if !sinks.is_empty() {
+
+    fn sinks(&mut self) {
+        if self.wiring.sinks.is_empty() {
+            return;
+        }
+        let w = &mut self.w;
         w.from(Span::new(0, 0));
         w.line("sinks:");
-        for (n, t) in &sinks {
+        for (n, t) in &self.wiring.sinks {
             w.from(t.span);
             w.line(&format!("  {}: {{}}  # {}", quote(n), c(&t.what)));
         }
     }
-    Imported {
-        spec: w.text,
-        map: w.map,
-        warnings,
+}
+
+/// What the import could not know about an operator: no catalogue entry, the entry's own
+/// warning, a key the engine does not name (`unnamed_key`, found while annotating its paths).
+fn operator_warnings(
+    op: &super::Operator,
+    entry: Option<&Entry>,
+    unnamed_key: bool,
+    warnings: &mut Vec<Diagnostic>,
+) {
+    match entry {
+        None => warnings.push(
+            Diagnostic::new(
+                &codes::UNKNOWN_OPERATOR,
+                format!(
+                    "no catalogue entry matches {} `{}` (class `{}`), so it is annotated OW(*), the most conservative",
+                    op.kind,
+                    c(&op.name),
+                    c(&op.class)
+                ),
+            )
+            .at(op.span, "not in the catalogue")
+            .help(format!(
+                "if you know what it does, add to a catalogue passed with --catalog: `- {{ class: {}, label: CR, reason: \"what it does\" }}` (see docs/import.md)",
+                quote(&op.class)
+            )),
+        ),
+        Some(e) => {
+            if let Some(text) = &e.warn {
+                warnings.push(
+                    Diagnostic::new(
+                        &codes::MISSING_INFORMATION,
+                        format!("{} `{}`: {}", op.kind, c(&op.name), text),
+                    )
+                    .at(op.span, "assumed conservatively")
+                    .help(format!(
+                        "catalogue entry {}; a user catalogue entry for this {}'s name can say what it does",
+                        e.title_for(&op.class, &op.name),
+                        op.kind
+                    )),
+                );
+            }
+        }
+    }
+    if unnamed_key {
+        warnings.push(
+            Diagnostic::new(
+                &codes::MISSING_INFORMATION,
+                format!(
+                    "{} `{}` is keyed by a HASH partitioning whose key the plan does not name; its gate calls it `key`",
+                    op.kind,
+                    c(&op.name)
+                ),
+            )
+            .at(op.span, "key not named")
+            .help("to use the real attribute (so that seals and orders on it match), give this operator a user catalogue entry with that gate"),
+        );
+    }
+}
+
+/// "from catalogue entry ...", the comment of what an entry decides.
+fn from_entry(e: &Entry, op: &super::Operator) -> String {
+    format!("from catalogue entry {}", e.title_for(&op.class, &op.name))
+}
+
+/// The component's `order:` and its comment: the entry's, else the engine's (a Kafka topic
+/// partition's), where it covers an order-sensitive path's gate; elsewhere it would change
+/// nothing.
+fn order_of(
+    op: &super::Operator,
+    entry: Option<&Entry>,
+    paths: &[(String, PathOut)],
+) -> Option<(String, String)> {
+    match entry.and_then(|e| e.order.clone().map(|o| (e, o))) {
+        Some((e, Order::Global)) => Some(("global".into(), from_entry(e, op))),
+        Some((e, Order::Keys(k))) => Some((list(&k), from_entry(e, op))),
+        None => op.order.as_ref().and_then(|(keys, why)| {
+            let useful = paths
+                .iter()
+                .filter_map(|(_, p)| p.gate.as_ref())
+                .any(|g| keys.iter().all(|k| g.contains(k)));
+            useful.then(|| (list(keys), why.clone()))
+        }),
+    }
+}
+
+/// Replication: the entry's, the engine's, or a broadcast input's.
+fn write_replication(
+    w: &mut Writer,
+    op: &super::Operator,
+    entry: Option<&Entry>,
+    inputs: &[Input],
+) {
+    let broadcast = inputs.iter().any(|x| x.partition == Partition::All)
+        && op.parallelism.is_none_or(|p| p > 1);
+    if let Some((e, n)) = entry.and_then(|e| Some((e, e.replicas?))) {
+        w.line(&format!("    # replicas: {}", from_entry(e, op)));
+        w.line(&format!("    replicas: {n}"));
+    } else if let Some((e, r)) = entry.and_then(|e| Some((e, e.replicated?))) {
+        w.line(&format!("    # replicated: {}", from_entry(e, op)));
+        w.line(&format!("    replicated: {r}"));
+    } else if let Some(why) = &op.replicated {
+        w.line(&format!("    # replicated: {}", c(why)));
+        w.line("    replicated: true");
+    } else if broadcast {
+        w.line("    # replicated: every instance receives every record (a broadcast input), each in its own order");
+        match op.parallelism {
+            Some(p) => w.line(&format!("    replicas: {p}")),
+            None => w.line("    replicated: true"),
+        }
+    }
+}
+
+/// The component's paths, one from each input to `out`, each after the comment saying why.
+fn write_paths(w: &mut Writer, paths: &[(String, PathOut)]) {
+    w.line("    paths:");
+    for (input, p) in paths {
+        w.line(&format!("      # {}", c(&p.comment)));
+        let gate = p
+            .gate
+            .as_ref()
+            .map(|g| {
+                if g.len() == 1 && g[0] == "*" {
+                    ", gate: \"*\"".to_string()
+                } else {
+                    format!(", gate: {}", list(g))
+                }
+            })
+            .unwrap_or_default();
+        w.line(&format!(
+            "      - {{ from: {}, to: \"out\", label: {}{gate} }}",
+            quote(input),
+            p.label.as_str()
+        ));
     }
 }
 
 /// The `seal:` of a stream into an operator whose entry seals its inputs, and its comment.
-fn seal_text(seal: &Option<(Vec<String>, String)>) -> (String, String) {
+fn seal_text(seal: &SealOf) -> (String, String) {
     match seal {
         None => (String::new(), String::new()),
         Some((keys, title)) => (

@@ -242,7 +242,32 @@ fn legend() -> Stmt {
     })
 }
 
+/// Draws the whole graph: its attributes, the nodes, what stands in front of each input, the
+/// streams, the implicit sinks, in that order (the order of the DOT statements is part of the
+/// byte-identical output).
 fn build(df: &Dataflow, an: &Analysis, drawn: &[Drawn], caption: Option<&str>) -> String {
+    let placed = Placement::of(drawn);
+    let planned = caption.is_some();
+    let mut d = Drawing {
+        df,
+        an,
+        stmts: graph_attributes(df, caption),
+    };
+    sources(df, &placed.add_seals, &mut d.stmts);
+    d.components(&placed.orders, planned);
+    sinks(df, an, &mut d.stmts);
+    if planned {
+        d.stmts.push(legend());
+    }
+    let entries = d.inputs(&placed);
+    d.streams(&entries);
+    d.implicit_sinks();
+    print(df, d.stmts)
+}
+
+/// The graph-wide, node and edge attributes, with the title (the spec's name, and the caption
+/// of a plan's picture).
+fn graph_attributes(df: &Dataflow, caption: Option<&str>) -> Vec<Stmt> {
     let title = match caption {
         Some(c) => format!(
             "<B>{}</B><BR/>{}",
@@ -251,7 +276,7 @@ fn build(df: &Dataflow, an: &Analysis, drawn: &[Drawn], caption: Option<&str>) -
         ),
         None => format!("<B>{}</B>", html(&df.name)),
     };
-    let mut stmts: Vec<Stmt> = vec![
+    vec![
         Stmt::GAttribute(GraphAttributes::Graph(vec![
             attr("rankdir", "LR"),
             attr("fontname", FONT),
@@ -270,240 +295,301 @@ fn build(df: &Dataflow, an: &Analysis, drawn: &[Drawn], caption: Option<&str>) -
             attr("labelfontsize", "8"),
             attr("labelfontcolor", "#616161"),
         ])),
-    ];
+    ]
+}
 
-    // Group the mechanisms by where they go; BTreeMaps keep the output order fixed.
-    // Per input: the barrier's keys, and whether the plan brings any of them.
-    let mut barrier_keys: BTreeMap<IfaceId, (Vec<String>, bool)> = BTreeMap::new();
-    let mut orders: BTreeMap<CompId, Option<Vec<String>>> = BTreeMap::new();
-    let mut add_seals: BTreeMap<SourceId, Vec<String>> = BTreeMap::new();
-    for d in drawn {
-        match d {
-            Drawn::Barrier {
-                input, key, added, ..
-            } => {
-                let k = if key.is_empty() {
-                    "∅".to_string()
-                } else {
-                    key.join(", ")
-                };
-                let (v, any_added) = barrier_keys.entry(*input).or_default();
-                if !v.contains(&k) {
-                    v.push(k);
+/// The mechanisms grouped by where they go; BTreeMaps keep the output order fixed.
+struct Placement {
+    /// Per input: the barrier's keys, and whether the plan brings any of them.
+    barrier_keys: BTreeMap<IfaceId, (Vec<String>, bool)>,
+    /// Per component: its order, keyed (`Some`) or global (`None`).
+    orders: BTreeMap<CompId, Option<Vec<String>>>,
+    add_seals: BTreeMap<SourceId, Vec<String>>,
+}
+
+impl Placement {
+    fn of(drawn: &[Drawn]) -> Placement {
+        let mut p = Placement {
+            barrier_keys: BTreeMap::new(),
+            orders: BTreeMap::new(),
+            add_seals: BTreeMap::new(),
+        };
+        for d in drawn {
+            match d {
+                Drawn::Barrier {
+                    input, key, added, ..
+                } => {
+                    let k = if key.is_empty() {
+                        "∅".to_string()
+                    } else {
+                        key.join(", ")
+                    };
+                    let (v, any_added) = p.barrier_keys.entry(*input).or_default();
+                    if !v.contains(&k) {
+                        v.push(k);
+                    }
+                    *any_added |= added;
                 }
-                *any_added |= added;
-            }
-            Drawn::Order { component, keys } => {
-                // A global order subsumes any keyed one on the same component.
-                let e = orders.entry(*component).or_insert_with(|| keys.clone());
-                if keys.is_none() {
-                    *e = None;
+                Drawn::Order { component, keys } => {
+                    // A global order subsumes any keyed one on the same component.
+                    let e = p.orders.entry(*component).or_insert_with(|| keys.clone());
+                    if keys.is_none() {
+                        *e = None;
+                    }
                 }
-            }
-            Drawn::AddSeal { source, key } => {
-                add_seals.insert(*source, key.clone());
+                Drawn::AddSeal { source, key } => {
+                    p.add_seals.insert(*source, key.clone());
+                }
             }
         }
+        p
     }
+}
 
-    sources(df, &add_seals, &mut stmts);
-    for ci in 0..df.components.len() {
-        let cid = CompId(ci as u32);
-        let pts: Vec<&PointOfOrder> = an.points.iter().filter(|p| p.component == cid).collect();
-        stmts.push(component_node(
-            df,
-            an,
-            cid,
-            &pts,
-            caption.is_some() && orders.contains_key(&cid),
-        ));
-    }
-    sinks(df, an, &mut stmts);
-    if caption.is_some() {
-        stmts.push(legend());
-    }
+/// The graph being drawn: the analysed dataflow and the statements so far.
+struct Drawing<'a> {
+    df: &'a Dataflow,
+    an: &'a Analysis,
+    stmts: Vec<Stmt>,
+}
 
-    // Mechanisms in front of components, and where each input's streams enter the drawing.
-    let mut entry: Vec<Option<Entry>> = (0..df.ifaces.len()).map(|_| None).collect();
-    for (ci, c) in df.components.iter().enumerate() {
-        let cid = CompId(ci as u32);
-        let order = orders.get(&cid);
-        if let Some(keys) = order {
-            // Orders in the spec are a row of the component; a drawn one is added.
-            let text = match keys {
-                Some(k) => format!(
-                    r#"<FONT COLOR="{PLAN}"><B>+</B> keyed order</FONT><BR/>{}"#,
-                    small(&html(&k.join(", ")), None)
-                ),
-                None => format!(
-                    r#"<FONT COLOR="{PLAN}"><B>+</B> global order</FONT><BR/>{}"#,
-                    small("sequencer", None)
-                ),
-            };
-            stmts.push(node(
-                &format!("o{ci}"),
-                vec![
-                    attr("shape", "invtrapezium"),
-                    attr("style", "filled,dashed,bold"),
-                    attr("fillcolor", PLAN_BG),
-                    attr("color", PLAN),
-                    html_attr("label", &text),
-                    attr(
-                        "tooltip",
-                        &format!("ordering in front of {}, added by the plan", c.name),
-                    ),
-                ],
+impl Drawing<'_> {
+    /// A node per component, with its points of order; in a plan's picture an ordered
+    /// component is marked as such.
+    fn components(&mut self, orders: &BTreeMap<CompId, Option<Vec<String>>>, planned: bool) {
+        let (df, an) = (self.df, self.an);
+        for ci in 0..df.components.len() {
+            let cid = CompId(ci as u32);
+            let pts: Vec<&PointOfOrder> = an.points.iter().filter(|p| p.component == cid).collect();
+            self.stmts.push(component_node(
+                df,
+                an,
+                cid,
+                &pts,
+                planned && orders.contains_key(&cid),
             ));
         }
-        for &i in &c.inputs {
-            let f = df.iface(i);
-            let label = an.labels.iface[i.index()];
-            let into_comp = || Entry {
-                node: comp_id(cid),
-                headlabel: Some(f.name.clone()),
-            };
-            let after_barrier = if order.is_some() {
-                // One edge per input from the ordering node, so the input stays named.
-                let (color, _) = style_of(label);
-                stmts.push(edge(
-                    &format!("o{ci}"),
-                    &comp_id(cid),
-                    vec![
-                        attr("headlabel", &f.name),
-                        attr("color", color),
-                        attr("tooltip", &format!("ordered into {}", df.iface_name(i))),
-                    ],
-                ));
-                Entry {
-                    node: format!("o{ci}"),
-                    headlabel: None,
-                }
-            } else {
-                into_comp()
-            };
-            let e = match barrier_keys.get(&i) {
-                Some((keys, added)) => {
-                    let b = format!("b{}", i.0);
-                    let (fill, tag, by) = if *added {
-                        (PLAN, "<B>+</B> ", ", added by the plan")
-                    } else {
-                        ("#212121", "", "")
-                    };
-                    let mut bar = vec![
-                        attr("shape", "box"),
-                        attr("style", "filled"),
-                        attr("fillcolor", fill),
-                        attr("color", fill),
-                        attr("width", "0.08"),
-                        attr("height", "0.45"),
-                        attr("fixedsize", "true"),
-                        attr("label", ""),
-                        html_attr(
-                            "xlabel",
-                            &small(
-                                &format!("{tag}seal barrier: {}", html(&keys.join("; "))),
-                                added.then_some(PLAN),
-                            ),
-                        ),
-                        attr(
-                            "tooltip",
-                            &format!(
-                                "seal barrier on {}: buffer each partition of {} until sealed{by}",
-                                df.iface_name(i),
-                                keys.join("; ")
-                            ),
-                        ),
-                    ];
-                    if *added {
-                        bar[1] = attr("style", "filled,dashed");
-                    }
-                    stmts.push(node(&b, bar));
-                    let (color, width) = style_of(label);
-                    let mut a = vec![
-                        attr("color", color),
-                        attr("penwidth", width),
-                        attr(
-                            "tooltip",
-                            &format!("through the barrier into {}", df.iface_name(i)),
-                        ),
-                    ];
-                    if let Some(h) = &after_barrier.headlabel {
-                        a.push(attr("headlabel", h));
-                    }
-                    stmts.push(edge(&b, &after_barrier.node, a));
-                    Entry {
-                        node: b,
-                        headlabel: None,
-                    }
-                }
-                None => after_barrier,
-            };
-            if f.streams.is_empty() {
-                // An input no stream feeds is an external Async source (C005): draw it so the
-                // label has somewhere to come from.
-                let x = format!("x{}", i.0);
-                stmts.push(node(
-                    &x,
-                    vec![
-                        attr("shape", "cds"),
-                        attr("style", "dashed"),
-                        html_attr(
-                            "label",
-                            &table(&[
-                                (html(&df.iface_name(i)), None),
-                                (small("implicit source", None), None),
-                            ]),
-                        ),
-                    ],
-                ));
-                let mut a = stream_attrs(label, df, &format!("external → {}", df.iface_name(i)));
-                if let Some(h) = &e.headlabel {
-                    a.push(attr("headlabel", h));
-                }
-                stmts.push(edge(&x, &e.node, a));
+    }
+
+    /// Mechanisms in front of components, and where each input's streams enter the drawing
+    /// (indexed by input).
+    fn inputs(&mut self, placed: &Placement) -> Vec<Option<Entry>> {
+        let df = self.df;
+        let mut entry: Vec<Option<Entry>> = (0..df.ifaces.len()).map(|_| None).collect();
+        for (ci, c) in df.components.iter().enumerate() {
+            let cid = CompId(ci as u32);
+            let order = placed.orders.get(&cid);
+            if let Some(keys) = order {
+                self.ordering_node(ci, &c.name, keys.as_deref());
             }
-            entry[i.index()] = Some(e);
+            for &i in &c.inputs {
+                let after_order = if order.is_some() {
+                    self.ordered_input(ci, cid, i)
+                } else {
+                    Entry {
+                        node: comp_id(cid),
+                        headlabel: Some(df.iface(i).name.clone()),
+                    }
+                };
+                let e = match placed.barrier_keys.get(&i) {
+                    Some((keys, added)) => self.barrier(i, keys, *added, &after_order),
+                    None => after_order,
+                };
+                if df.iface(i).streams.is_empty() {
+                    self.implicit_source(i, &e);
+                }
+                entry[i.index()] = Some(e);
+            }
         }
+        entry
     }
 
-    for (si, s) in df.streams.iter().enumerate() {
-        let from = match s.from {
-            Producer::Source(src) => format!("s{}", src.0),
-            Producer::Output(o) => comp_id(df.iface(o).component),
+    /// The ordering node the plan adds in front of component `ci` (orders in the spec are a
+    /// row of the component; a drawn one is added).
+    fn ordering_node(&mut self, ci: usize, name: &str, keys: Option<&[String]>) {
+        let text = match keys {
+            Some(k) => format!(
+                r#"<FONT COLOR="{PLAN}"><B>+</B> keyed order</FONT><BR/>{}"#,
+                small(&html(&k.join(", ")), None)
+            ),
+            None => format!(
+                r#"<FONT COLOR="{PLAN}"><B>+</B> global order</FONT><BR/>{}"#,
+                small("sequencer", None)
+            ),
         };
-        let (to, head) = match s.to {
-            Consumer::Sink(k) => (format!("k{}", k.0), None),
-            Consumer::Input(i) => match &entry[i.index()] {
-                Some(e) => (e.node.clone(), e.headlabel.clone()),
-                None => (
-                    comp_id(df.iface(i).component),
-                    Some(df.iface(i).name.clone()),
+        self.stmts.push(node(
+            &format!("o{ci}"),
+            vec![
+                attr("shape", "invtrapezium"),
+                attr("style", "filled,dashed,bold"),
+                attr("fillcolor", PLAN_BG),
+                attr("color", PLAN),
+                html_attr("label", &text),
+                attr(
+                    "tooltip",
+                    &format!("ordering in front of {name}, added by the plan"),
                 ),
-            },
-        };
-        let mut a = stream_attrs(
-            an.labels.stream[si],
-            df,
-            &format!("{} → {}", s.from_text, s.to_text),
-        );
-        if let Producer::Output(o) = s.from {
-            a.push(attr("taillabel", &df.iface(o).name));
-        }
-        if let Some(h) = head {
-            a.push(attr("headlabel", &h));
-        }
-        stmts.push(edge(&from, &to, a));
+            ],
+        ));
     }
-    for (i, f) in df.ifaces.iter().enumerate() {
-        if let Some(k) = f.implicit_sink {
-            let l = an.labels.iface[i];
-            let name = df.iface_name(IfaceId(i as u32));
-            let mut a = stream_attrs(l, df, &format!("{name} (not consumed)"));
-            a.push(attr("taillabel", &f.name));
-            stmts.push(edge(&comp_id(f.component), &format!("k{}", k.0), a));
+
+    /// The edge from the ordering node of component `ci` into its input `i`; streams into the
+    /// input enter at the ordering node.
+    fn ordered_input(&mut self, ci: usize, cid: CompId, i: IfaceId) -> Entry {
+        let df = self.df;
+        // One edge per input from the ordering node, so the input stays named.
+        let (color, _) = style_of(self.an.labels.iface[i.index()]);
+        self.stmts.push(edge(
+            &format!("o{ci}"),
+            &comp_id(cid),
+            vec![
+                attr("headlabel", &df.iface(i).name),
+                attr("color", color),
+                attr("tooltip", &format!("ordered into {}", df.iface_name(i))),
+            ],
+        ));
+        Entry {
+            node: format!("o{ci}"),
+            headlabel: None,
         }
     }
 
+    /// The seal barrier on input `i`, a bar with the edge from it to where the input's streams
+    /// would otherwise enter (`after`); streams into the input enter at the bar.
+    fn barrier(&mut self, i: IfaceId, keys: &[String], added: bool, after: &Entry) -> Entry {
+        let df = self.df;
+        let b = format!("b{}", i.0);
+        let (fill, tag, by) = if added {
+            (PLAN, "<B>+</B> ", ", added by the plan")
+        } else {
+            ("#212121", "", "")
+        };
+        let mut bar = vec![
+            attr("shape", "box"),
+            attr("style", "filled"),
+            attr("fillcolor", fill),
+            attr("color", fill),
+            attr("width", "0.08"),
+            attr("height", "0.45"),
+            attr("fixedsize", "true"),
+            attr("label", ""),
+            html_attr(
+                "xlabel",
+                &small(
+                    &format!("{tag}seal barrier: {}", html(&keys.join("; "))),
+                    added.then_some(PLAN),
+                ),
+            ),
+            attr(
+                "tooltip",
+                &format!(
+                    "seal barrier on {}: buffer each partition of {} until sealed{by}",
+                    df.iface_name(i),
+                    keys.join("; ")
+                ),
+            ),
+        ];
+        if added {
+            bar[1] = attr("style", "filled,dashed");
+        }
+        self.stmts.push(node(&b, bar));
+        let (color, width) = style_of(self.an.labels.iface[i.index()]);
+        let mut a = vec![
+            attr("color", color),
+            attr("penwidth", width),
+            attr(
+                "tooltip",
+                &format!("through the barrier into {}", df.iface_name(i)),
+            ),
+        ];
+        if let Some(h) = &after.headlabel {
+            a.push(attr("headlabel", h));
+        }
+        self.stmts.push(edge(&b, &after.node, a));
+        Entry {
+            node: b,
+            headlabel: None,
+        }
+    }
+
+    /// An input no stream feeds is an external Async source (C005): draw it so the label has
+    /// somewhere to come from.
+    fn implicit_source(&mut self, i: IfaceId, e: &Entry) {
+        let df = self.df;
+        let x = format!("x{}", i.0);
+        self.stmts.push(node(
+            &x,
+            vec![
+                attr("shape", "cds"),
+                attr("style", "dashed"),
+                html_attr(
+                    "label",
+                    &table(&[
+                        (html(&df.iface_name(i)), None),
+                        (small("implicit source", None), None),
+                    ]),
+                ),
+            ],
+        ));
+        let label = self.an.labels.iface[i.index()];
+        let mut a = stream_attrs(label, df, &format!("external → {}", df.iface_name(i)));
+        if let Some(h) = &e.headlabel {
+            a.push(attr("headlabel", h));
+        }
+        self.stmts.push(edge(&x, &e.node, a));
+    }
+
+    /// An edge per stream, into the entry of its input (`entries`, from [`Drawing::inputs`]).
+    fn streams(&mut self, entries: &[Option<Entry>]) {
+        let df = self.df;
+        for (si, s) in df.streams.iter().enumerate() {
+            let from = match s.from {
+                Producer::Source(src) => format!("s{}", src.0),
+                Producer::Output(o) => comp_id(df.iface(o).component),
+            };
+            let (to, head) = match s.to {
+                Consumer::Sink(k) => (format!("k{}", k.0), None),
+                Consumer::Input(i) => match &entries[i.index()] {
+                    Some(e) => (e.node.clone(), e.headlabel.clone()),
+                    None => (
+                        comp_id(df.iface(i).component),
+                        Some(df.iface(i).name.clone()),
+                    ),
+                },
+            };
+            let mut a = stream_attrs(
+                self.an.labels.stream[si],
+                df,
+                &format!("{} → {}", s.from_text, s.to_text),
+            );
+            if let Producer::Output(o) = s.from {
+                a.push(attr("taillabel", &df.iface(o).name));
+            }
+            if let Some(h) = head {
+                a.push(attr("headlabel", &h));
+            }
+            self.stmts.push(edge(&from, &to, a));
+        }
+    }
+
+    /// An edge from each output no stream consumes to its implicit sink.
+    fn implicit_sinks(&mut self) {
+        let df = self.df;
+        for (i, f) in df.ifaces.iter().enumerate() {
+            if let Some(k) = f.implicit_sink {
+                let l = self.an.labels.iface[i];
+                let name = df.iface_name(IfaceId(i as u32));
+                let mut a = stream_attrs(l, df, &format!("{name} (not consumed)"));
+                a.push(attr("taillabel", &f.name));
+                self.stmts
+                    .push(edge(&comp_id(f.component), &format!("k{}", k.0), a));
+            }
+        }
+    }
+}
+
+/// The statements as DOT text, ending with a newline.
+fn print(df: &Dataflow, stmts: Vec<Stmt>) -> String {
     let g = Graph::DiGraph {
         id: quoted(&df.name),
         strict: false,

@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::analysis::{Analysis, read_protected};
-use crate::graph::{CompId, Consumer, Dataflow, Direction, IfaceId, Producer};
-use crate::label::{Annotation, Attr, Gate, KeySet, Label};
+use crate::graph::{CompId, Component, Consumer, Dataflow, Direction, IfaceId, Path, Producer};
+use crate::label::{Annotation, Attr, Gate, KeySet, Keys, Label};
 
 pub use super::exec::{Body, Chooser, Delivery, Exec, Folds, Inputs, Msg, Outcome, execute};
 
@@ -132,248 +132,42 @@ pub struct Knobs {
 }
 
 impl Model {
+    /// Compiles `df` with its analysis: `replicas` instances of each replicated component.
     pub fn new(df: &Dataflow, analysis: &Analysis, replicas: usize, knobs: Knobs) -> Model {
-        let mut attr_ids: BTreeMap<Attr, usize> = BTreeMap::new();
-        let note = |k: KeySet, ids: &mut BTreeMap<Attr, usize>| {
-            for &a in df.keys.attrs(k) {
-                let n = ids.len();
-                ids.entry(a).or_insert(n);
-            }
+        let cx = Context {
+            df,
+            analysis,
+            attrs: AttrIndex::of(df),
         };
-        for c in &df.components {
-            for p in &c.paths {
-                if let Some(Gate::Keys(k)) = p.gate {
-                    note(k, &mut attr_ids);
-                }
-            }
-            if let Some(crate::graph::Order::Keys(k)) = c.order {
-                note(k, &mut attr_ids);
-            }
-        }
-        for s in &df.sources {
-            for &k in s.seal.iter().chain(&s.sealable) {
-                note(k, &mut attr_ids);
-            }
-        }
-        for s in &df.streams {
-            if let Some(k) = s.seal {
-                note(k, &mut attr_ids);
-            }
-        }
-        // Attributes are numbered by name, so the numbering never depends on interning order.
-        let mut names: Vec<(String, Attr)> = attr_ids
-            .keys()
-            .map(|&a| (df.keys.attr_name(a).to_string(), a))
-            .collect();
-        names.sort();
-        let index: BTreeMap<Attr, usize> = names
+        let wires = Wires::of(&cx);
+        let comps: Vec<CompModel> = df
+            .components
             .iter()
             .enumerate()
-            .map(|(i, (_, a))| (*a, i))
+            .map(|(ci, c)| cx.comp_model(&wires, ci, c, replicas))
             .collect();
-        let idx = |k: KeySet| -> Vec<usize> {
-            let mut v: Vec<usize> = df.keys.attrs(k).iter().map(|a| index[a]).collect();
-            v.sort_unstable();
-            v
-        };
-        let labels = &analysis.labels;
-        let seal_of = |l: Option<Label>| match l {
-            Some(Label::Seal(k)) => Some(idx(k)),
-            _ => None,
-        };
-
+        let reaches = sinks_reached(&cx, &wires);
+        let upstream = upstream(df, &wires);
         let n_if = df.ifaces.len();
-        let mut edges = Vec::new();
-        let mut into = vec![Vec::new(); n_if];
-        let mut out_of = vec![Vec::new(); n_if];
-        let mut source_edges: Vec<(String, Vec<usize>)> = df
-            .sources
-            .iter()
-            .map(|s| (s.name.clone(), Vec::new()))
-            .collect();
-        for (si, s) in df.streams.iter().enumerate() {
-            let from = match s.from {
-                Producer::Source(x) => From::Source(x.index()),
-                Producer::Output(i) => From::Output(i),
-            };
-            let to = match s.to {
-                Consumer::Input(i) => To::Input(i),
-                Consumer::Sink(x) => To::Sink(x.index()),
-            };
-            edges.push(Edge {
-                from,
-                to,
-                seal: seal_of(labels.stream[si]),
-            });
-        }
-        for (i, f) in df.ifaces.iter().enumerate() {
-            let id = IfaceId(i as u32);
-            if let Some(sink) = f.implicit_sink {
-                edges.push(Edge {
-                    from: From::Output(id),
-                    to: To::Sink(sink.index()),
-                    seal: seal_of(labels.iface[i]),
-                });
-            }
-            if f.direction == Direction::Input && f.streams.is_empty() {
-                source_edges.push((df.iface_name(id), Vec::new()));
-                edges.push(Edge {
-                    from: From::External(id),
-                    to: To::Input(id),
-                    seal: None,
-                });
-            }
-        }
-        let mut external = df.sources.len();
-        for (e, edge) in edges.iter().enumerate() {
-            match edge.from {
-                From::Source(s) => source_edges[s].1.push(e),
-                From::External(_) => {
-                    source_edges[external].1.push(e);
-                    external += 1;
-                }
-                From::Output(o) => out_of[o.index()].push(e),
-            }
-            if let To::Input(i) = edge.to {
-                into[i.index()].push(e);
-            }
-        }
-
-        let mut comps = Vec::with_capacity(df.components.len());
-        for (ci, c) in df.components.iter().enumerate() {
-            let paths = c
-                .paths
-                .iter()
-                .map(|p| {
-                    let gate = match p.gate {
-                        Some(Gate::Keys(k)) => idx(k),
-                        _ => Vec::new(),
-                    };
-                    // A barrier holds a gate partition whole only when the gate lies inside
-                    // one partition of the seal key. A barrier placed on the input for a
-                    // protected read of the component releases seal partitions one by one, in
-                    // any order: an `OW` with an incompatible gate still folds across them in
-                    // that order, so it is executed unbuffered, as the analysis labels it.
-                    let barrier = p.annotation == Annotation::OW
-                        && analysis.barriers.iter().any(|b| {
-                            b.component.index() == ci
-                                && b.input == p.input
-                                && matches!(p.gate, Some(Gate::Keys(g)) if df.keys.is_subset(b.key, g))
-                        });
-                    let waits_for_seals = p.annotation == Annotation::OR
-                        && !c.ordered_for(p.gate.unwrap_or(Gate::Star), &df.keys)
-                        && read_protected(df, c, p, p.gate.unwrap_or(Gate::Star), &labels.iface);
-                    PathModel {
-                        input: p.input,
-                        output: p.output,
-                        annotation: p.annotation,
-                        gate,
-                        barrier,
-                        waits_for_seals,
-                    }
-                })
-                .collect();
-            let mut written_inputs: Vec<IfaceId> = c
-                .paths
-                .iter()
-                .filter(|p| p.annotation.writes() && labels.iface[p.input.index()].is_some())
-                .map(|p| p.input)
-                .collect();
-            written_inputs.sort();
-            written_inputs.dedup();
-            comps.push(CompModel {
-                name: c.name.clone(),
-                replicas: if c.replicated { replicas.max(1) } else { 1 },
-                ordered: c.order.is_some(),
-                order_key: match c.order {
-                    Some(crate::graph::Order::Keys(k)) => Some(idx(k)),
-                    _ => None,
-                },
-                paths,
-                inputs: c.inputs.clone(),
-                outputs: c.outputs.clone(),
-                written_inputs,
-                seals_out: c
-                    .outputs
-                    .iter()
-                    .any(|o| out_of[o.index()].iter().any(|&e| edges[e].seal.is_some())),
-            });
-        }
-
-        // Which sinks each output reaches: backwards from every sink over edges and paths.
-        let mut reaches = vec![BTreeSet::new(); n_if];
-        for sink in 0..df.sinks.len() {
-            let mut stack: Vec<usize> = edges
-                .iter()
-                .filter(|e| e.to == To::Sink(sink))
-                .filter_map(|e| match e.from {
-                    From::Output(o) => Some(o.index()),
-                    _ => None,
-                })
-                .collect();
-            while let Some(o) = stack.pop() {
-                if !reaches[o].insert(sink) {
-                    continue;
-                }
-                let comp = &df.components[df.ifaces[o].component.index()];
-                // A read's answers depend on its input and on the state it reads: what the
-                // component's writing paths take in.
-                let writing = comp.paths.iter().filter(|w| w.annotation.writes());
-                // A path whose input no source reaches carries nothing, whatever it reads.
-                let live = |p: &&crate::graph::Path| labels.iface[p.input.index()].is_some();
-                for p in comp
-                    .paths
-                    .iter()
-                    .filter(|p| p.output.index() == o)
-                    .filter(live)
-                {
-                    let state = writing
-                        .clone()
-                        .filter(|_| p.annotation == Annotation::OR)
-                        .map(|w| w.input);
-                    for i in std::iter::once(p.input).chain(state) {
-                        for &e in &into[i.index()] {
-                            if let From::Output(up) = edges[e].from {
-                                stack.push(up.index());
-                            }
-                        }
-                    }
-                }
-            }
-        }
-
-        let n_c = df.components.len();
-        let mut upstream = vec![vec![false; n_c]; n_c];
-        for (c, up) in upstream.iter_mut().enumerate() {
-            let mut stack = vec![c];
-            while let Some(v) = stack.pop() {
-                if std::mem::replace(&mut up[v], true) {
-                    continue;
-                }
-                for &i in &df.components[v].inputs {
-                    for &e in &into[i.index()] {
-                        if let From::Output(o) = edges[e].from {
-                            stack.push(df.ifaces[o.index()].component.index());
-                        }
-                    }
-                }
-            }
-        }
-
         let commuting = (0..n_if)
             .map(|i| {
                 let comp = &comps[df.ifaces[i].component.index()];
                 !knobs.no_reduction && input_commutes(comp, IfaceId(i as u32), knobs)
             })
             .collect();
-
+        let Wires {
+            edges,
+            into,
+            out_of,
+            source_edges,
+        } = wires;
         Model {
             delivery_budget: DELIVERY_BUDGET.max(DELIVERY_BUDGET_PER_EDGE * edges.len()),
             any_ordered: comps.iter().any(|c| c.ordered),
             max_depth: depth_bound(&comps, &edges, n_if),
             commuting,
             upstream,
-            attrs: names.into_iter().map(|(n, _)| n).collect(),
+            attrs: cx.attrs.names,
             comps,
             edges,
             sink_names: df.sinks.iter().map(|s| s.name.clone()).collect(),
@@ -415,6 +209,305 @@ impl Model {
             _ => 1,
         }
     }
+}
+
+/// The attributes the dataflow names (in gates, orders and seals), numbered.
+struct AttrIndex<'d> {
+    keys: &'d Keys,
+    /// The attributes' names, by number.
+    names: Vec<String>,
+    index: BTreeMap<Attr, usize>,
+}
+
+impl<'d> AttrIndex<'d> {
+    fn of(df: &'d Dataflow) -> AttrIndex<'d> {
+        let mut attr_ids: BTreeMap<Attr, usize> = BTreeMap::new();
+        let mut note = |k: KeySet| {
+            for &a in df.keys.attrs(k) {
+                let n = attr_ids.len();
+                attr_ids.entry(a).or_insert(n);
+            }
+        };
+        for c in &df.components {
+            for p in &c.paths {
+                if let Some(Gate::Keys(k)) = p.gate {
+                    note(k);
+                }
+            }
+            if let Some(crate::graph::Order::Keys(k)) = c.order {
+                note(k);
+            }
+        }
+        for s in &df.sources {
+            for &k in s.seal.iter().chain(&s.sealable) {
+                note(k);
+            }
+        }
+        for s in &df.streams {
+            if let Some(k) = s.seal {
+                note(k);
+            }
+        }
+        // Attributes are numbered by name, so the numbering never depends on interning order.
+        let mut names: Vec<(String, Attr)> = attr_ids
+            .keys()
+            .map(|&a| (df.keys.attr_name(a).to_string(), a))
+            .collect();
+        names.sort();
+        let index: BTreeMap<Attr, usize> = names
+            .iter()
+            .enumerate()
+            .map(|(i, (_, a))| (*a, i))
+            .collect();
+        AttrIndex {
+            keys: &df.keys,
+            names: names.into_iter().map(|(n, _)| n).collect(),
+            index,
+        }
+    }
+
+    /// The sorted attribute numbers of a key set.
+    fn idx(&self, k: KeySet) -> Vec<usize> {
+        let mut v: Vec<usize> = self.keys.attrs(k).iter().map(|a| self.index[a]).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The seal key of a label, numbered.
+    fn seal_of(&self, l: Option<Label>) -> Option<Vec<usize>> {
+        match l {
+            Some(Label::Seal(k)) => Some(self.idx(k)),
+            _ => None,
+        }
+    }
+}
+
+/// The edges of the model, and their indexes by interface and by source.
+struct Wires {
+    edges: Vec<Edge>,
+    into: Vec<Vec<usize>>,
+    out_of: Vec<Vec<usize>>,
+    source_edges: Vec<(String, Vec<usize>)>,
+}
+
+impl Wires {
+    /// The streams, then per interface its implicit sink's edge and an unfed input's external
+    /// source; then the indexes.
+    fn of(cx: &Context) -> Wires {
+        let (df, labels, attrs) = (cx.df, &cx.analysis.labels, &cx.attrs);
+        let n_if = df.ifaces.len();
+        let mut edges = Vec::new();
+        let mut source_edges: Vec<(String, Vec<usize>)> = df
+            .sources
+            .iter()
+            .map(|s| (s.name.clone(), Vec::new()))
+            .collect();
+        for (si, s) in df.streams.iter().enumerate() {
+            let from = match s.from {
+                Producer::Source(x) => From::Source(x.index()),
+                Producer::Output(i) => From::Output(i),
+            };
+            let to = match s.to {
+                Consumer::Input(i) => To::Input(i),
+                Consumer::Sink(x) => To::Sink(x.index()),
+            };
+            edges.push(Edge {
+                from,
+                to,
+                seal: attrs.seal_of(labels.stream[si]),
+            });
+        }
+        for (i, f) in df.ifaces.iter().enumerate() {
+            let id = IfaceId(i as u32);
+            if let Some(sink) = f.implicit_sink {
+                edges.push(Edge {
+                    from: From::Output(id),
+                    to: To::Sink(sink.index()),
+                    seal: attrs.seal_of(labels.iface[i]),
+                });
+            }
+            if f.direction == Direction::Input && f.streams.is_empty() {
+                source_edges.push((df.iface_name(id), Vec::new()));
+                edges.push(Edge {
+                    from: From::External(id),
+                    to: To::Input(id),
+                    seal: None,
+                });
+            }
+        }
+        let mut into = vec![Vec::new(); n_if];
+        let mut out_of = vec![Vec::new(); n_if];
+        // External sources were listed in the order of their edges, after the declared ones.
+        let mut external = df.sources.len();
+        for (e, edge) in edges.iter().enumerate() {
+            match edge.from {
+                From::Source(s) => source_edges[s].1.push(e),
+                From::External(_) => {
+                    source_edges[external].1.push(e);
+                    external += 1;
+                }
+                From::Output(o) => out_of[o.index()].push(e),
+            }
+            if let To::Input(i) = edge.to {
+                into[i.index()].push(e);
+            }
+        }
+        Wires {
+            edges,
+            into,
+            out_of,
+            source_edges,
+        }
+    }
+}
+
+/// What compiling the dataflow reads: the dataflow, its analysis, its attributes numbered.
+struct Context<'a> {
+    df: &'a Dataflow,
+    analysis: &'a Analysis,
+    attrs: AttrIndex<'a>,
+}
+
+impl Context<'_> {
+    /// Component `ci` compiled: its paths with their barriers and protected reads, its order and
+    /// replicas, the inputs it writes.
+    fn comp_model(&self, wires: &Wires, ci: usize, c: &Component, replicas: usize) -> CompModel {
+        let (labels, attrs) = (&self.analysis.labels, &self.attrs);
+        let paths = c.paths.iter().map(|p| self.path_model(ci, c, p)).collect();
+        let mut written_inputs: Vec<IfaceId> = c
+            .paths
+            .iter()
+            .filter(|p| p.annotation.writes() && labels.iface[p.input.index()].is_some())
+            .map(|p| p.input)
+            .collect();
+        written_inputs.sort();
+        written_inputs.dedup();
+        CompModel {
+            name: c.name.clone(),
+            replicas: if c.replicated { replicas.max(1) } else { 1 },
+            ordered: c.order.is_some(),
+            order_key: match c.order {
+                Some(crate::graph::Order::Keys(k)) => Some(attrs.idx(k)),
+                _ => None,
+            },
+            paths,
+            inputs: c.inputs.clone(),
+            outputs: c.outputs.clone(),
+            written_inputs,
+            seals_out: c.outputs.iter().any(|o| {
+                wires.out_of[o.index()]
+                    .iter()
+                    .any(|&e| wires.edges[e].seal.is_some())
+            }),
+        }
+    }
+
+    /// Path `p` of component `ci` (`c`) compiled: its gate numbered, whether it is buffered by a
+    /// barrier, whether it is a read that waits for seals.
+    fn path_model(&self, ci: usize, c: &Component, p: &Path) -> PathModel {
+        let (df, analysis, attrs) = (self.df, self.analysis, &self.attrs);
+        let gate = match p.gate {
+            Some(Gate::Keys(k)) => attrs.idx(k),
+            _ => Vec::new(),
+        };
+        // A barrier holds a gate partition whole only when the gate lies inside
+        // one partition of the seal key. A barrier placed on the input for a
+        // protected read of the component releases seal partitions one by one, in
+        // any order: an `OW` with an incompatible gate still folds across them in
+        // that order, so it is executed unbuffered, as the analysis labels it.
+        let barrier = p.annotation == Annotation::OW
+            && analysis.barriers.iter().any(|b| {
+                b.component.index() == ci
+                    && b.input == p.input
+                    && matches!(p.gate, Some(Gate::Keys(g)) if df.keys.is_subset(b.key, g))
+            });
+        let waits_for_seals = p.annotation == Annotation::OR
+            && !c.ordered_for(p.gate.unwrap_or(Gate::Star), &df.keys)
+            && read_protected(
+                df,
+                c,
+                p,
+                p.gate.unwrap_or(Gate::Star),
+                &analysis.labels.iface,
+            );
+        PathModel {
+            input: p.input,
+            output: p.output,
+            annotation: p.annotation,
+            gate,
+            barrier,
+            waits_for_seals,
+        }
+    }
+}
+
+/// Which sinks each output reaches: backwards from every sink over edges and paths.
+fn sinks_reached(cx: &Context, wires: &Wires) -> Vec<BTreeSet<usize>> {
+    let (df, labels) = (cx.df, &cx.analysis.labels);
+    let (edges, into) = (&wires.edges, &wires.into);
+    let mut reaches = vec![BTreeSet::new(); df.ifaces.len()];
+    for sink in 0..df.sinks.len() {
+        let mut stack: Vec<usize> = edges
+            .iter()
+            .filter(|e| e.to == To::Sink(sink))
+            .filter_map(|e| match e.from {
+                From::Output(o) => Some(o.index()),
+                _ => None,
+            })
+            .collect();
+        while let Some(o) = stack.pop() {
+            if !reaches[o].insert(sink) {
+                continue;
+            }
+            let comp = &df.components[df.ifaces[o].component.index()];
+            // A read's answers depend on its input and on the state it reads: what the
+            // component's writing paths take in.
+            let writing = comp.paths.iter().filter(|w| w.annotation.writes());
+            // A path whose input no source reaches carries nothing, whatever it reads.
+            let live = |p: &&Path| labels.iface[p.input.index()].is_some();
+            for p in comp
+                .paths
+                .iter()
+                .filter(|p| p.output.index() == o)
+                .filter(live)
+            {
+                let state = writing
+                    .clone()
+                    .filter(|_| p.annotation == Annotation::OR)
+                    .map(|w| w.input);
+                for i in std::iter::once(p.input).chain(state) {
+                    for &e in &into[i.index()] {
+                        if let From::Output(up) = edges[e].from {
+                            stack.push(up.index());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    reaches
+}
+
+/// Per component: the components whose work can reach it (itself included), through streams.
+fn upstream(df: &Dataflow, wires: &Wires) -> Vec<Vec<bool>> {
+    let n_c = df.components.len();
+    let mut upstream = vec![vec![false; n_c]; n_c];
+    for (c, up) in upstream.iter_mut().enumerate() {
+        let mut stack = vec![c];
+        while let Some(v) = stack.pop() {
+            if std::mem::replace(&mut up[v], true) {
+                continue;
+            }
+            for &i in &df.components[v].inputs {
+                for &e in &wires.into[i.index()] {
+                    if let From::Output(o) = wires.edges[e].from {
+                        stack.push(df.ifaces[o.index()].component.index());
+                    }
+                }
+            }
+        }
+    }
+    upstream
 }
 
 /// Whether a record into `input` of (unordered) `comp` commutes with every other delivery

@@ -1,7 +1,7 @@
 //! The describe text read line by line into a [`Topology`]: sources, processors and sinks
 //! with their topics, stores, successors and predecessors, every error located at once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::class_of;
 use crate::diagnostic::{Diagnostic, Span};
@@ -74,169 +74,218 @@ fn items(s: &str, offset: usize) -> Vec<(String, Span)> {
     out
 }
 
+/// Reads the text of `Topology#describe()`: every error of the file at once, or the
+/// topology.
 pub(super) fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
-    let mut errors: Vec<Diagnostic> = Vec::new();
-    let mut nodes: Vec<Node> = Vec::new();
-    let mut global = false;
-    let mut defined: HashMap<String, Span> = HashMap::new();
-    for (offset, raw) in lines(text) {
-        let line = raw.trim();
-        if line.is_empty() {
-            continue;
-        }
-        let lead = raw.len() - raw.trim_start().len();
-        let at = offset + lead;
-        if line == "Topologies:" || line == "Topology:" {
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix("Sub-topology:") {
-            global = rest.contains("for global store");
-            continue;
-        }
-        let (kind, rest, skip) = if let Some(r) = line.strip_prefix("Source:") {
-            (Some(Kind::Source), r, "Source:".len())
-        } else if let Some(r) = line.strip_prefix("Processor:") {
-            (Some(Kind::Processor), r, "Processor:".len())
-        } else if let Some(r) = line.strip_prefix("Sink:") {
-            (Some(Kind::Sink), r, "Sink:".len())
-        } else {
-            (None, line, 0)
-        };
-        if let Some(kind) = kind {
-            if nodes.len() >= limits.max_components {
-                errors.push(
-                    Limit::Components
-                        .exceeded(
-                            Input::Topology,
-                            format!(
-                                "the topology has more than {} processors, the limit (--max-components)",
-                                limits.max_components
-                            ),
-                        )
-                        .at(Span::new(at, 0), "limit reached here"),
-                );
-                // The processors past the limit are not read: the edges that name them
-                // would only repeat it.
-                return Err(errors);
-            }
-            let lead_name = rest.len() - rest.trim_start().len();
-            let rest_at = at + skip + lead_name;
-            let rest = rest.trim_start();
-            // `NAME (details)`: the details are the last parenthesised group.
-            let (name, details) = match rest.rfind(" (") {
-                Some(i) if rest.ends_with(')') => (
-                    &rest[..i],
-                    Some((&rest[i + 2..rest.len() - 1], rest_at + i + 2)),
-                ),
-                _ => (rest, None),
-            };
-            let name = name.trim_end();
-            if details.is_none()
-                && let Some(open) = rest.find(" (")
-            {
-                errors.push(invalid(
-                    Span::new(rest_at + open + 1, rest.len() - open - 1),
-                    format!("the `(` after `{}` is never closed", &rest[..open]),
-                    "unclosed",
-                ));
+    let mut reader = Reader {
+        limits,
+        errors: Vec::new(),
+        nodes: Vec::new(),
+        global: false,
+        defined: HashMap::new(),
+    };
+    if !reader.read(text) {
+        return Err(reader.errors);
+    }
+    let Reader {
+        mut errors, nodes, ..
+    } = reader;
+    if nodes.is_empty() && errors.is_empty() {
+        errors.push(invalid(
+            Span::new(0, 0),
+            "the file describes no processor; expected the text of `Topology#describe()`",
+            "nothing to import",
+        ));
+    }
+    let mut edges = edges_between(&nodes, &mut errors);
+    let outer = outer_joins(&nodes, &edges);
+    if edges.len() > limits.max_streams {
+        errors.push(invalid(
+            Span::new(0, 0),
+            format!(
+                "the topology has {} edges, more than the limit of {} (--max-streams)",
+                edges.len(),
+                limits.max_streams
+            ),
+            "too many edges",
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let operators = operators(&nodes, &outer, &mut edges);
+    let stores = nodes
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| n.stores.iter().map(move |(s, span)| (i, s.clone(), *span)))
+        .collect();
+    Ok(Topology {
+        name: None,
+        operators,
+        edges,
+        stores,
+        warnings: Vec::new(),
+    })
+}
+
+/// The describe text read line by line into nodes, with the errors so far.
+struct Reader<'l> {
+    limits: &'l Limits,
+    errors: Vec<Diagnostic>,
+    nodes: Vec<Node>,
+    /// Whether the current sub-topology is a global store's.
+    global: bool,
+    /// Where each node name was first described.
+    defined: HashMap<String, Span>,
+}
+
+impl Reader<'_> {
+    /// Reads every line; false when the file has more processors than the limit, whose error
+    /// is then the last.
+    fn read(&mut self, text: &str) -> bool {
+        for (offset, raw) in lines(text) {
+            let line = raw.trim();
+            if line.is_empty() {
                 continue;
             }
-            if name.is_empty() {
-                errors.push(invalid(
-                    Span::new(at, line.len()),
-                    "a processor line names no processor",
-                    "no name",
-                ));
+            let lead = raw.len() - raw.trim_start().len();
+            let at = offset + lead;
+            if line == "Topologies:" || line == "Topology:" {
                 continue;
             }
-            let span = Span::new(rest_at, name.len());
-            let mut node = Node {
-                kind,
-                name: name.to_string(),
-                span,
-                topics: Vec::new(),
-                dynamic: None,
-                stores: Vec::new(),
-                successors: Vec::new(),
-                predecessors: Vec::new(),
-                global,
-            };
-            if let Some((d, d_at)) = details {
-                let (key, value, v_at) = match d.find(':') {
-                    Some(i) => {
-                        let v = &d[i + 1..];
-                        (d[..i].trim(), v, d_at + i + 1)
-                    }
-                    None => (d.trim(), "", d_at),
-                };
-                match (kind, key) {
-                    (Kind::Source, "topics") => node.topics = items(value, v_at),
-                    (Kind::Source, "topicPattern") => {
-                        node.dynamic =
-                            Some((value.trim().to_string(), Span::new(v_at, value.len())))
-                    }
-                    (Kind::Processor, "stores") => node.stores = items(value, v_at),
-                    (Kind::Sink, "topic") => {
-                        node.topics = items(value, v_at).into_iter().take(1).collect()
-                    }
-                    (Kind::Sink, _) => {
-                        node.dynamic = Some((d.trim().to_string(), Span::new(d_at, d.len())))
-                    }
-                    _ => errors.push(invalid(
-                        Span::new(d_at, d.len()),
-                        format!("unexpected `({d})` after a {} name", kind_word(kind)),
-                        "not understood",
-                    )),
+            if let Some(rest) = line.strip_prefix("Sub-topology:") {
+                self.global = rest.contains("for global store");
+                continue;
+            }
+            if let Some((kind, rest, skip)) = node_line(line) {
+                if self.nodes.len() >= self.limits.max_components {
+                    self.too_many_nodes(at);
+                    // The processors past the limit are not read: the edges that name them
+                    // would only repeat it.
+                    return false;
                 }
-            }
-            if kind == Kind::Source && node.topics.is_empty() && node.dynamic.is_none() {
-                errors.push(invalid(
-                    span,
-                    format!("source `{name}` reads no topic (expected `(topics: [...])`)"),
-                    "no topics",
-                ));
-            }
-            if let Some(first) = defined.get(name) {
-                errors.push(
-                    invalid(
-                        span,
-                        format!("processor `{name}` is described twice"),
-                        "second description",
-                    )
-                    .related(*first, "first description"),
-                );
+                self.node(kind, rest, at + skip, Span::new(at, line.len()));
                 continue;
             }
-            defined.insert(name.to_string(), span);
-            nodes.push(node);
-            continue;
+            if let Some(list) = line
+                .strip_prefix("-->")
+                .or_else(|| line.strip_prefix("<--"))
+            {
+                self.edge_line(line.starts_with("-->"), list, Span::new(at, line.len()));
+                continue;
+            }
+            self.not_understood(line, at);
+            // A file of lines nothing understands is likely not a describe output at all:
+            // stop at 100 errors rather than report every line.
+            if self.errors.len() >= 100 {
+                break;
+            }
         }
-        if let Some(list) = line
-            .strip_prefix("-->")
-            .or_else(|| line.strip_prefix("<--"))
+        true
+    }
+
+    fn too_many_nodes(&mut self, at: usize) {
+        self.errors.push(
+            Limit::Components
+                .exceeded(
+                    Input::Topology,
+                    format!(
+                        "the topology has more than {} processors, the limit (--max-components)",
+                        self.limits.max_components
+                    ),
+                )
+                .at(Span::new(at, 0), "limit reached here"),
+        );
+    }
+
+    /// A `Source:`, `Processor:` or `Sink:` line: `rest` follows the prefix, starting at
+    /// offset `rest_at` (before its leading blanks); `line` is the whole line.
+    fn node(&mut self, kind: Kind, rest: &str, rest_at: usize, line: Span) {
+        let lead_name = rest.len() - rest.trim_start().len();
+        let rest_at = rest_at + lead_name;
+        let rest = rest.trim_start();
+        let (name, details) = name_and_details(rest, rest_at);
+        if details.is_none()
+            && let Some(open) = rest.find(" (")
         {
-            let forward = line.starts_with("-->");
-            let Some(node) = nodes.last_mut() else {
-                errors.push(invalid(
-                    Span::new(at, line.len()),
-                    "an edge line (`-->` or `<--`) before any processor",
-                    "no processor above",
-                ));
-                continue;
-            };
-            let names: Vec<(String, Span)> = items(list, at + 3)
-                .into_iter()
-                .filter(|(n, _)| n != "none")
-                .collect();
-            if forward {
-                node.successors.extend(names);
-            } else {
-                node.predecessors.extend(names);
-            }
-            continue;
+            self.errors.push(invalid(
+                Span::new(rest_at + open + 1, rest.len() - open - 1),
+                format!("the `(` after `{}` is never closed", &rest[..open]),
+                "unclosed",
+            ));
+            return;
         }
+        if name.is_empty() {
+            self.errors.push(invalid(
+                line,
+                "a processor line names no processor",
+                "no name",
+            ));
+            return;
+        }
+        let span = Span::new(rest_at, name.len());
+        let mut node = Node {
+            kind,
+            name: name.to_string(),
+            span,
+            topics: Vec::new(),
+            dynamic: None,
+            stores: Vec::new(),
+            successors: Vec::new(),
+            predecessors: Vec::new(),
+            global: self.global,
+        };
+        if let Some((d, d_at)) = details
+            && let Some(e) = node.read_details(d, d_at)
+        {
+            self.errors.push(e);
+        }
+        if kind == Kind::Source && node.topics.is_empty() && node.dynamic.is_none() {
+            self.errors.push(invalid(
+                span,
+                format!("source `{name}` reads no topic (expected `(topics: [...])`)"),
+                "no topics",
+            ));
+        }
+        if let Some(first) = self.defined.get(name) {
+            self.errors.push(
+                invalid(
+                    span,
+                    format!("processor `{name}` is described twice"),
+                    "second description",
+                )
+                .related(*first, "first description"),
+            );
+            return;
+        }
+        self.defined.insert(name.to_string(), span);
+        self.nodes.push(node);
+    }
+
+    /// A `-->` (`forward`) or `<--` line: successors or predecessors of the node above.
+    fn edge_line(&mut self, forward: bool, list: &str, line: Span) {
+        let Some(node) = self.nodes.last_mut() else {
+            self.errors.push(invalid(
+                line,
+                "an edge line (`-->` or `<--`) before any processor",
+                "no processor above",
+            ));
+            return;
+        };
+        let names: Vec<(String, Span)> = items(list, line.offset + 3)
+            .into_iter()
+            .filter(|(n, _)| n != "none")
+            .collect();
+        if forward {
+            node.successors.extend(names);
+        } else {
+            node.predecessors.extend(names);
+        }
+    }
+
+    fn not_understood(&mut self, line: &str, at: usize) {
         let word = line.split_whitespace().next().unwrap_or(line);
-        errors.push(
+        self.errors.push(
             invalid(
                 Span::new(at, word.len()),
                 format!(
@@ -247,24 +296,78 @@ pub(super) fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<D
             )
             .help("give `blazes import kafka-streams` the text of `topology.describe().toString()`"),
         );
-        if errors.len() >= 100 {
-            break;
+    }
+}
+
+/// The kind of node a line describes, what follows its prefix, and the prefix's length.
+fn node_line(line: &str) -> Option<(Kind, &str, usize)> {
+    [
+        ("Source:", Kind::Source),
+        ("Processor:", Kind::Processor),
+        ("Sink:", Kind::Sink),
+    ]
+    .into_iter()
+    .find_map(|(prefix, kind)| Some((kind, line.strip_prefix(prefix)?, prefix.len())))
+}
+
+/// `NAME (details)`: the details are the last parenthesised group, with where they start.
+fn name_and_details(rest: &str, rest_at: usize) -> (&str, Option<(&str, usize)>) {
+    let (name, details) = match rest.rfind(" (") {
+        Some(i) if rest.ends_with(')') => (
+            &rest[..i],
+            Some((&rest[i + 2..rest.len() - 1], rest_at + i + 2)),
+        ),
+        _ => (rest, None),
+    };
+    (name.trim_end(), details)
+}
+
+impl Node {
+    /// The details of a node line, `key: value` (`d` starts at offset `d_at`): a source's
+    /// topics or pattern, a processor's stores, a sink's topic or topic extractor; the error
+    /// when they are none of these.
+    fn read_details(&mut self, d: &str, d_at: usize) -> Option<Diagnostic> {
+        let (key, value, v_at) = match d.find(':') {
+            Some(i) => {
+                let v = &d[i + 1..];
+                (d[..i].trim(), v, d_at + i + 1)
+            }
+            None => (d.trim(), "", d_at),
+        };
+        match (self.kind, key) {
+            (Kind::Source, "topics") => self.topics = items(value, v_at),
+            (Kind::Source, "topicPattern") => {
+                self.dynamic = Some((value.trim().to_string(), Span::new(v_at, value.len())))
+            }
+            (Kind::Processor, "stores") => self.stores = items(value, v_at),
+            (Kind::Sink, "topic") => self.topics = items(value, v_at).into_iter().take(1).collect(),
+            // Anything else in a sink's parentheses names how it chooses a topic per record.
+            (Kind::Sink, _) => {
+                self.dynamic = Some((d.trim().to_string(), Span::new(d_at, d.len())))
+            }
+            _ => {
+                return Some(invalid(
+                    Span::new(d_at, d.len()),
+                    format!("unexpected `({d})` after a {} name", kind_word(self.kind)),
+                    "not understood",
+                ));
+            }
         }
+        None
     }
-    if nodes.is_empty() && errors.is_empty() {
-        errors.push(invalid(
-            Span::new(0, 0),
-            "the file describes no processor; expected the text of `Topology#describe()`",
-            "nothing to import",
-        ));
-    }
+}
+
+/// The edges the `-->` and `<--` lines name, once per pair, in the order of the nodes; a name
+/// that is no node's is an error.
+fn edges_between(nodes: &[Node], errors: &mut Vec<Diagnostic>) -> Vec<Edge> {
     let index: HashMap<&str, usize> = nodes
         .iter()
         .enumerate()
         .map(|(i, n)| (n.name.as_str(), i))
         .collect();
     let mut edges: Vec<Edge> = Vec::new();
-    let mut seen: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
+    // Each edge is usually described from both ends: `-->` below one, `<--` below the other.
+    let mut seen: HashSet<(usize, usize)> = HashSet::new();
     for (i, n) in nodes.iter().enumerate() {
         let both = n
             .successors
@@ -282,63 +385,66 @@ pub(super) fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<D
             };
             let (from, to) = if forward { (i, j) } else { (j, i) };
             if seen.insert((from, to)) {
-                edges.push(Edge {
-                    from,
-                    to,
-                    input: "in".into(),
-                    partition: Partition::Keys(vec!["key".into()]),
-                    via: None,
-                    store: None,
-                    span: *span,
-                });
+                edges.push(keyed_edge(from, to, None, *span));
             }
         }
     }
-    // Kafka Streams names the processor of the side that emits unmatched records of a left
-    // join JOINTHIS, like an inner join's; its partner is then OUTEROTHER. So a join whose
-    // partner (the other input of their merge) is an OUTER processor is outer on both sides.
-    let mut outer: std::collections::HashSet<usize> = std::collections::HashSet::new();
-    {
-        let mut preds: HashMap<usize, Vec<usize>> = HashMap::new();
-        let mut succs: HashMap<usize, Vec<usize>> = HashMap::new();
-        for e in &edges {
-            preds.entry(e.to).or_default().push(e.from);
-            succs.entry(e.from).or_default().push(e.to);
+    edges
+}
+
+/// An edge between processors of the topology: Kafka Streams partitions every stream by its
+/// record key.
+fn keyed_edge(from: usize, to: usize, via: Option<String>, span: Span) -> Edge {
+    Edge {
+        from,
+        to,
+        input: "in".into(),
+        partition: Partition::Keys(vec!["key".into()]),
+        via,
+        store: None,
+        span,
+    }
+}
+
+/// The joins that are outer on both sides.
+///
+/// Kafka Streams names the processor of the side that emits unmatched records of a left
+/// join JOINTHIS, like an inner join's; its partner is then OUTEROTHER. So a join whose
+/// partner (the other input of their merge) is an OUTER processor is outer on both sides.
+fn outer_joins(nodes: &[Node], edges: &[Edge]) -> HashSet<usize> {
+    let mut outer: HashSet<usize> = HashSet::new();
+    let mut preds: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut succs: HashMap<usize, Vec<usize>> = HashMap::new();
+    for e in edges {
+        preds.entry(e.to).or_default().push(e.from);
+        succs.entry(e.from).or_default().push(e.to);
+    }
+    for (i, n) in nodes.iter().enumerate() {
+        let class = class_of(&n.name);
+        if class != "KSTREAM-JOINTHIS" && class != "KSTREAM-JOINOTHER" {
+            continue;
         }
-        for (i, n) in nodes.iter().enumerate() {
-            let class = class_of(&n.name);
-            if class != "KSTREAM-JOINTHIS" && class != "KSTREAM-JOINOTHER" {
-                continue;
-            }
-            let next = succs.get(&i).map_or(&[][..], Vec::as_slice);
-            let partner_outer = next.iter().take(4).any(|s| {
-                preds.get(s).is_some_and(|ps| {
-                    ps.len() <= 8
-                        && ps
-                            .iter()
-                            .any(|&p| class_of(&nodes[p].name).starts_with("KSTREAM-OUTER"))
-                })
-            });
-            if partner_outer {
-                outer.insert(i);
-            }
+        // The bounds keep the check a few steps per join, however many neighbours it has.
+        let next = succs.get(&i).map_or(&[][..], Vec::as_slice);
+        let partner_outer = next.iter().take(4).any(|s| {
+            preds.get(s).is_some_and(|ps| {
+                ps.len() <= 8
+                    && ps
+                        .iter()
+                        .any(|&p| class_of(&nodes[p].name).starts_with("KSTREAM-OUTER"))
+            })
+        });
+        if partner_outer {
+            outer.insert(i);
         }
     }
-    if edges.len() > limits.max_streams {
-        errors.push(invalid(
-            Span::new(0, 0),
-            format!(
-                "the topology has {} edges, more than the limit of {} (--max-streams)",
-                edges.len(),
-                limits.max_streams
-            ),
-            "too many edges",
-        ));
-    }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    // Topics written by a sink of the topology and read by a source: internal.
+    outer
+}
+
+/// The operator of each node, with the topics it reads and writes; a topic written by a sink
+/// of the topology and read by a source is internal: an edge (added to `edges`), not a
+/// source and a sink of the spec.
+fn operators(nodes: &[Node], outer: &HashSet<usize>, edges: &mut Vec<Edge>) -> Vec<Operator> {
     let mut writers: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, n) in nodes.iter().enumerate() {
         if n.kind == Kind::Sink {
@@ -347,47 +453,15 @@ pub(super) fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<D
             }
         }
     }
-    let mut readers: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut readers: HashSet<&str> = HashSet::new();
     let mut operators: Vec<Operator> = Vec::with_capacity(nodes.len());
     for (i, n) in nodes.iter().enumerate() {
-        let class = match n.kind {
-            Kind::Source => "KSTREAM-SOURCE".to_string(),
-            Kind::Sink => "KSTREAM-SINK".to_string(),
-            Kind::Processor if outer.contains(&i) => {
-                class_of(&n.name).replace("KSTREAM-JOIN", "KSTREAM-OUTER")
-            }
-            Kind::Processor => class_of(&n.name),
-        };
-        let mut op = Operator::new(n.name.clone(), class, kind_word(n.kind), n.span);
-        if n.global {
-            op.replicated = Some(
-                "in a global-store sub-topology: every application instance reads every partition and keeps the whole store".into(),
-            );
-        }
+        let mut op = operator_of(n, outer.contains(&i));
         if n.kind == Kind::Source {
             for (t, span) in &n.topics {
                 readers.insert(t);
                 match writers.get(t.as_str()) {
-                    Some(ws) => {
-                        for &w in ws {
-                            let kind = if t.ends_with("-repartition") {
-                                "repartition topic"
-                            } else {
-                                "topic"
-                            };
-                            edges.push(Edge {
-                                from: w,
-                                to: i,
-                                input: "in".into(),
-                                partition: Partition::Keys(vec!["key".into()]),
-                                via: Some(format!(
-                                    "{kind} `{t}`, written by this topology's tasks: its readers see their records interleaved in no replayable order"
-                                )),
-                                store: None,
-                                span: *span,
-                            });
-                        }
-                    }
+                    Some(ws) => edges.extend(ws.iter().map(|&w| internal_topic(w, i, t, *span))),
                     None => op.reads.push(External {
                         name: t.clone(),
                         what: format!("topic `{t}`"),
@@ -405,39 +479,71 @@ pub(super) fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<D
         }
         operators.push(op);
     }
+    // Sinks once every source is read: a topic some source reads is not the spec's sink.
     for (i, n) in nodes.iter().enumerate() {
-        if n.kind != Kind::Sink {
-            continue;
-        }
-        for (t, span) in &n.topics {
-            if !readers.contains(t.as_str()) {
-                operators[i].writes.push(External {
-                    name: t.clone(),
-                    what: format!("topic `{t}`"),
-                    span: *span,
-                });
-            }
-        }
-        if let Some((d, span)) = &n.dynamic {
-            operators[i].writes.push(External {
-                name: format!("{}-topics", n.name),
-                what: format!("topics chosen per record ({d})"),
-                span: *span,
-            });
+        if n.kind == Kind::Sink {
+            operators[i].writes.extend(sink_writes(n, &readers));
         }
     }
-    let stores = nodes
+    operators
+}
+
+/// A node as an operator, without its topics; `outer`: a join outer on both sides.
+fn operator_of(n: &Node, outer: bool) -> Operator {
+    let class = match n.kind {
+        Kind::Source => "KSTREAM-SOURCE".to_string(),
+        Kind::Sink => "KSTREAM-SINK".to_string(),
+        Kind::Processor if outer => class_of(&n.name).replace("KSTREAM-JOIN", "KSTREAM-OUTER"),
+        Kind::Processor => class_of(&n.name),
+    };
+    let mut op = Operator::new(n.name.clone(), class, kind_word(n.kind), n.span);
+    if n.global {
+        op.replicated = Some(
+            "in a global-store sub-topology: every application instance reads every partition and keeps the whole store".into(),
+        );
+    }
+    op
+}
+
+/// The edge from sink `w` to source `to` through topic `t`, which the topology both writes
+/// and reads.
+fn internal_topic(w: usize, to: usize, t: &str, span: Span) -> Edge {
+    let kind = if t.ends_with("-repartition") {
+        "repartition topic"
+    } else {
+        "topic"
+    };
+    keyed_edge(
+        w,
+        to,
+        Some(format!(
+            "{kind} `{t}`, written by this topology's tasks: its readers see their records interleaved in no replayable order"
+        )),
+        span,
+    )
+}
+
+/// What a sink writes outside the topology: its topics no source reads, or the topics it
+/// chooses per record.
+fn sink_writes(n: &Node, readers: &HashSet<&str>) -> Vec<External> {
+    let mut writes: Vec<External> = n
+        .topics
         .iter()
-        .enumerate()
-        .flat_map(|(i, n)| n.stores.iter().map(move |(s, span)| (i, s.clone(), *span)))
+        .filter(|(t, _)| !readers.contains(t.as_str()))
+        .map(|(t, span)| External {
+            name: t.clone(),
+            what: format!("topic `{t}`"),
+            span: *span,
+        })
         .collect();
-    Ok(Topology {
-        name: None,
-        operators,
-        edges,
-        stores,
-        warnings: Vec::new(),
-    })
+    if let Some((d, span)) = &n.dynamic {
+        writes.push(External {
+            name: format!("{}-topics", n.name),
+            what: format!("topics chosen per record ({d})"),
+            span: *span,
+        });
+    }
+    writes
 }
 
 fn kind_word(k: Kind) -> &'static str {
