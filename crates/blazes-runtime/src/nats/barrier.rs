@@ -668,7 +668,9 @@ impl SealBarrier {
     /// async-nats' message streams do; the stream never ends by itself, so drop it to stop.
     ///
     /// ```no_run
-    /// # async fn run(js: blazes_runtime::nats::async_nats::jetstream::Context) {
+    /// # async fn run(
+    /// #     js: blazes_runtime::nats::async_nats::jetstream::Context,
+    /// # ) -> Result<(), blazes_runtime::nats::NatsError> {
     /// use blazes_runtime::nats::barrier::{BarrierConfig, BarrierEvent, SealBarrier};
     /// use futures_util::StreamExt;
     /// use std::time::Duration;
@@ -680,7 +682,7 @@ impl SealBarrier {
     ///         println!("{}: {} records", r.partition, r.records.len());
     ///     }
     /// }
-    /// # Ok::<(), blazes_runtime::nats::NatsError>(())
+    /// # Ok(())
     /// # }
     /// ```
     pub fn into_events(
