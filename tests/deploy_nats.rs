@@ -239,39 +239,27 @@ async fn the_mechanisms_open_exactly_what_deploy_plans() {
     );
     session::Keyed::open(
         js.clone(),
-        session::KeyedConfig {
-            replicas: 1,
-            ..session::KeyedConfig::new("agree-K-keyed", 4)
-        },
+        session::KeyedConfig::new("agree-K-keyed", 4).replicas(1),
     )
     .await
     .unwrap();
     let seq = sequencer::Sequencer::open(
         js.clone(),
-        sequencer::SequencerConfig {
-            replicas: 1,
-            ..sequencer::SequencerConfig::new("agree-G-seq")
-        },
+        sequencer::SequencerConfig::new("agree-G-seq").replicas(1),
     )
     .await
     .unwrap();
     smr::Replica::open(
         js.clone(),
         &seq,
-        smr::ReplicaConfig {
-            replicas: 1,
-            ..smr::ReplicaConfig::new("agree-G", "r1")
-        },
+        smr::ReplicaConfig::new("agree-G", "r1").replicas(1),
         Idle,
     )
     .await
     .unwrap();
     barrier::SealBarrier::open(
         js.clone(),
-        barrier::BarrierConfig {
-            replicas: 1,
-            ..barrier::BarrierConfig::new("agree-B-in-seal", &["p"])
-        },
+        barrier::BarrierConfig::new("agree-B-in-seal", &["p"]).replicas(1),
     )
     .await
     .unwrap();

@@ -59,10 +59,7 @@ fn log_append(c: &mut Criterion) {
     raw_bench(&mut g, "baseline_raw_write_fsync_before");
     let mut log = FileLog::open(
         root.path().join("log"),
-        FileLogConfig {
-            fsync: FsyncPolicy::EveryBatch,
-            ..FileLogConfig::default()
-        },
+        FileLogConfig::default().fsync(FsyncPolicy::EveryBatch),
     )
     .unwrap();
     g.bench_function("filelog_fsync_per_batch", |b| {
@@ -172,11 +169,7 @@ fn loaded_broker() -> SessionBroker<MemLog> {
     let mut b = SessionBroker::open(
         (0..8).map(|_| MemLog::new()).collect(),
         MemLog::new(),
-        BrokerConfig {
-            lease_ttl: 1_000,
-            now: 0,
-            secret: 0,
-        },
+        BrokerConfig::new(1_000, 0),
     )
     .unwrap();
     for i in 0..SESSION_MSGS {

@@ -46,6 +46,24 @@
 //! replayable in tests and the cores model-checkable. With the cargo feature `tokio`, `service`
 //! wraps each core in a task that owns it; the clock is read there and nowhere else.
 
+/// Builder-style setters for a `#[non_exhaustive]` option struct with public fields: callers
+/// start from the struct's constructor and chain `.field(value)` (or assign the field), so a
+/// new setting is never a breaking change. Each setter repeats its field's documentation.
+macro_rules! setters {
+    ($ty:ty { $($(#[doc = $doc:expr])* $field:ident: $t:ty),* $(,)? }) => {
+        impl $ty {
+            $(
+                $(#[doc = $doc])*
+                #[must_use]
+                pub fn $field(mut self, $field: $t) -> Self {
+                    self.$field = $field;
+                    self
+                }
+            )*
+        }
+    };
+}
+
 pub mod barrier;
 pub mod dedup;
 pub mod deploy;
@@ -81,3 +99,19 @@ pub use smr::{Output, OutputId, Replica, SmrError, Snapshot, StateMachine};
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// Option structs cannot be built field by field outside the crate, so adding a setting breaks
+/// no caller; they start from a constructor and chain setters:
+///
+/// ```
+/// use blazes_runtime::{FileLogConfig, FsyncPolicy};
+/// let config = FileLogConfig::default().segment_bytes(1 << 20).fsync(FsyncPolicy::Manual);
+/// assert_eq!(config.segment_bytes, 1 << 20);
+/// ```
+///
+/// ```compile_fail,E0639
+/// use blazes_runtime::{FileLogConfig, FsyncPolicy};
+/// let config = FileLogConfig { segment_bytes: 1 << 20, max_record_bytes: 1024, fsync: FsyncPolicy::Manual };
+/// ```
+#[cfg(doctest)]
+pub struct OptionStructsAreNonExhaustive;

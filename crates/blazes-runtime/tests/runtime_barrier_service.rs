@@ -37,11 +37,10 @@ async fn barrier_push_waits_while_full_until_a_release() {
     } = BarrierService::open(
         SealBarrier::<u32, String>::new([1], 2),
         MemLog::new(),
-        BarrierConfig {
-            max_waiting: 4,
-            stall_after: Duration::from_secs(3600),
-            compact_every: 64,
-        },
+        BarrierConfig::default()
+            .max_waiting(4)
+            .stall_after(Duration::from_secs(3600))
+            .compact_every(64),
     )
     .unwrap();
     barrier.push(1, 0, 0, s("a")).await.unwrap();
@@ -83,11 +82,10 @@ async fn a_producer_that_stops_sealing_is_reported_not_waited_for_silently() {
     } = BarrierService::open(
         SealBarrier::<u32, String>::new([1, 2], 16),
         MemLog::new(),
-        BarrierConfig {
-            max_waiting: 4,
-            stall_after: STALL,
-            compact_every: 64,
-        },
+        BarrierConfig::default()
+            .max_waiting(4)
+            .stall_after(STALL)
+            .compact_every(64),
     )
     .unwrap();
     let start = Instant::now();
@@ -288,15 +286,14 @@ async fn crash_run(seed: u64, sync_lags: bool) -> (Seen, usize) {
         }
     }
     let seen = Arc::new(Mutex::new(Seen::default()));
-    let config = BarrierConfig {
-        max_waiting: 4,
-        stall_after: Duration::from_secs(3600),
-        compact_every: if rng.chance(50) {
+    let config = BarrierConfig::default()
+        .max_waiting(4)
+        .stall_after(Duration::from_secs(3600))
+        .compact_every(if rng.chance(50) {
             1 + rng.below(8) as u64
         } else {
             u64::MAX
-        },
-    };
+        });
     let mut crashes = 0;
     for _incarnation in 0..200 {
         let svc = BarrierService::open(

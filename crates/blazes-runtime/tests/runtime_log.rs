@@ -14,11 +14,10 @@ use blazes_runtime::{FileLog, FileLogConfig, FsyncPolicy, Log, LogError, MemLog}
 use proptest::prelude::*;
 
 fn config(segment_bytes: u64) -> FileLogConfig {
-    FileLogConfig {
-        segment_bytes,
-        max_record_bytes: 1024,
-        fsync: FsyncPolicy::Manual,
-    }
+    FileLogConfig::default()
+        .segment_bytes(segment_bytes)
+        .max_record_bytes(1024)
+        .fsync(FsyncPolicy::Manual)
 }
 
 fn segments(dir: &Path) -> Vec<PathBuf> {
@@ -244,10 +243,7 @@ fn oversized_records_are_refused_with_a_typed_error() {
 #[test]
 fn every_batch_policy_is_durable_on_return_and_matches_mem_log() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = FileLogConfig {
-        fsync: FsyncPolicy::EveryBatch,
-        ..config(100)
-    };
+    let cfg = config(100).fsync(FsyncPolicy::EveryBatch);
     let mut file = FileLog::open(dir.path(), cfg.clone()).unwrap();
     let mut mem = MemLog::new();
     for i in 0..50u32 {
@@ -271,10 +267,7 @@ fn every_batch_policy_is_durable_on_return_and_matches_mem_log() {
 #[test]
 fn interval_policy_defers_durability_until_due_or_synced() {
     let dir = tempfile::tempdir().unwrap();
-    let hour = FileLogConfig {
-        fsync: FsyncPolicy::Interval(std::time::Duration::from_secs(3600)),
-        ..config(1 << 20)
-    };
+    let hour = config(1 << 20).fsync(FsyncPolicy::Interval(std::time::Duration::from_secs(3600)));
     let mut log = FileLog::open(dir.path().join("a"), hour).unwrap();
     log.append(&[b"x", b"y"]).unwrap();
     assert_eq!(
@@ -285,10 +278,7 @@ fn interval_policy_defers_durability_until_due_or_synced() {
     log.sync().unwrap();
     assert_eq!(log.durable_end(), 2);
 
-    let due = FileLogConfig {
-        fsync: FsyncPolicy::Interval(std::time::Duration::ZERO),
-        ..config(1 << 20)
-    };
+    let due = config(1 << 20).fsync(FsyncPolicy::Interval(std::time::Duration::ZERO));
     let mut log = FileLog::open(dir.path().join("b"), due).unwrap();
     log.append(&[b"x"]).unwrap();
     assert_eq!(log.durable_end(), 1, "an elapsed interval syncs on append");
@@ -310,10 +300,7 @@ fn rec(i: u8) -> Vec<u8> {
 }
 
 fn every_batch(seg: u64) -> FileLogConfig {
-    FileLogConfig {
-        fsync: FsyncPolicy::EveryBatch,
-        ..config(seg)
-    }
+    config(seg).fsync(FsyncPolicy::EveryBatch)
 }
 
 #[test]

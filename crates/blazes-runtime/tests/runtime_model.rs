@@ -60,11 +60,7 @@ enum LeaseAction {
 }
 
 fn broker_config(ttl: u64, now: u64) -> BrokerConfig {
-    BrokerConfig {
-        lease_ttl: ttl,
-        now,
-        secret: 0,
-    }
+    BrokerConfig::new(ttl, 0).now(now)
 }
 
 impl LeaseModel {

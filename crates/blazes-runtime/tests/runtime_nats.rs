@@ -1451,3 +1451,126 @@ async fn engine_operations_run_in_tracing_spans() {
         assert!(seen.contains(&span), "no `{span}` span in {seen:?}");
     }
 }
+
+/// Publishes `payload` on `subject`, retried while the cluster elects a stream leader.
+async fn publish_retried(js: &jetstream::Context, subject: &str, payload: String) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let attempt = async {
+            js.send_publish(
+                subject.to_string(),
+                Publish::build()
+                    .payload(Bytes::from(payload.clone()))
+                    .message_id(payload.clone()),
+            )
+            .await?
+            .await
+            .map_err(async_nats::Error::from)
+        };
+        match attempt.await {
+            Ok(ack) => return ack.sequence,
+            Err(e) => assert!(Instant::now() < deadline, "publish {payload}: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A subscription yields the filtered messages from its start in order, then follows the
+/// stream as it grows, across a stream leader's crash: each message once, none skipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_follows_the_stream_in_order_across_a_leader_crash() {
+    use futures_util::StreamExt;
+    let Some(mut cluster) = Cluster::start(3, "").await else {
+        return;
+    };
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 3).await;
+    let stream = js
+        .create_stream(jetstream::stream::Config {
+            name: "TAIL".into(),
+            subjects: vec!["tail.*".into()],
+            num_replicas: 3,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut wanted = Vec::new();
+    for i in 0..10 {
+        let subject = if i % 2 == 0 { "tail.a" } else { "tail.b" };
+        let sequence = publish_retried(&js, subject, format!("m{i}")).await;
+        if subject == "tail.a" && sequence >= 3 {
+            wanted.push(sequence);
+        }
+    }
+    let mut sub = rt::subscribe(stream, Some("tail.a".into()), 3, Duration::from_secs(30));
+    let mut got = Vec::new();
+    while got.len() < wanted.len() {
+        let m = sub.next().await.unwrap().unwrap();
+        assert_eq!(m.subject, "tail.a");
+        got.push(m.sequence);
+    }
+    assert_eq!(got, wanted, "the stored messages from sequence 3, in order");
+    // Messages stored after the subscription started arrive too, across a leader crash.
+    let leader = cluster.stream_leader(&js, "TAIL").await;
+    for i in 10..40 {
+        if i == 20 {
+            cluster.kill(leader);
+        }
+        if i == 30 {
+            cluster.restart(leader);
+        }
+        let subject = if i % 2 == 0 { "tail.a" } else { "tail.b" };
+        let sequence = publish_retried(&js, subject, format!("m{i}")).await;
+        if subject == "tail.a" {
+            wanted.push(sequence);
+        }
+    }
+    while got.len() < wanted.len() {
+        let m = tokio::time::timeout(Duration::from_secs(60), sub.next())
+            .await
+            .expect("the subscription keeps up")
+            .unwrap()
+            .unwrap();
+        got.push(m.sequence);
+    }
+    assert_eq!(got, wanted, "each message once, in order, none skipped");
+}
+
+/// A subscription whose server is gone ends with `Unavailable` once its retry budget is spent,
+/// and the error keeps the client's error as its source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_without_a_server_ends_unavailable_with_its_cause() {
+    use futures_util::StreamExt;
+    use std::error::Error as _;
+    let Some(mut cluster) = Cluster::start(1, "").await else {
+        return;
+    };
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 1).await;
+    let stream = js
+        .create_stream(jetstream::stream::Config {
+            name: "GONE".into(),
+            subjects: vec!["gone".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    publish_retried(&js, "gone", "m0".into()).await;
+    let mut sub = rt::subscribe(stream, None, 1, Duration::from_secs(3));
+    assert_eq!(sub.next().await.unwrap().unwrap().sequence, 1);
+    cluster.kill(0);
+    let end = tokio::time::timeout(Duration::from_secs(60), sub.next())
+        .await
+        .expect("the subscription gives up within its budget")
+        .expect("an error before the end");
+    match end {
+        Err(e @ NatsError::Unavailable { .. }) => {
+            assert!(e.source().is_some(), "{e}: the cause is kept");
+        }
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    assert!(
+        sub.next().await.is_none(),
+        "the subscription ends after its error"
+    );
+}

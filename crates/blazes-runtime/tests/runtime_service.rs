@@ -295,10 +295,7 @@ const TTL: Duration = Duration::from_millis(100);
 const TICK: Duration = Duration::from_millis(10);
 
 fn config() -> SessionConfig {
-    SessionConfig {
-        ttl: TTL,
-        tick: TICK,
-    }
+    SessionConfig::new(TTL).tick(TICK)
 }
 
 #[tokio::test(start_paused = true)]
@@ -546,11 +543,10 @@ async fn fsyncs_run_off_the_runtime_thread() {
     let barrier = BarrierService::open(
         SealBarrier::<u32, String>::new([1], 4),
         SlowSync::default(),
-        BarrierConfig {
-            max_waiting: 4,
-            stall_after: Duration::from_secs(3600),
-            compact_every: 64,
-        },
+        BarrierConfig::default()
+            .max_waiting(4)
+            .stall_after(Duration::from_secs(3600))
+            .compact_every(64),
     )
     .unwrap();
     let during_push = ticks_during(async {

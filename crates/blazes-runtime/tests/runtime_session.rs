@@ -350,11 +350,7 @@ fn run(broker: &mut dyn Broker, seed: u64, workers: usize, keys: usize, per_key:
 }
 
 fn broker_config(now: u64) -> BrokerConfig {
-    BrokerConfig {
-        lease_ttl: TTL,
-        now,
-        secret: 0x5ec2e7,
-    }
+    BrokerConfig::new(TTL, 0x5ec2e7).now(now)
 }
 
 fn sessions() -> SessionBroker<MemLog> {

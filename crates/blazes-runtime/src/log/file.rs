@@ -31,6 +31,7 @@ pub enum FsyncPolicy {
 
 /// Configuration of a [`FileLog`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct FileLogConfig {
     /// A new segment starts once the current one reaches this size.
     pub segment_bytes: u64,
@@ -39,6 +40,16 @@ pub struct FileLogConfig {
     /// Durability policy.
     pub fsync: FsyncPolicy,
 }
+
+setters!(FileLogConfig {
+    /// A new segment starts once the current one reaches this size (default: 64 MiB).
+    segment_bytes: u64,
+    /// Largest payload accepted; also bounds what recovery believes a length field can say
+    /// (default: 16 MiB).
+    max_record_bytes: usize,
+    /// Durability policy (default: [`FsyncPolicy::EveryBatch`]).
+    fsync: FsyncPolicy,
+});
 
 impl Default for FileLogConfig {
     fn default() -> Self {

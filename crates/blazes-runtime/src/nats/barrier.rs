@@ -66,6 +66,7 @@ pub enum ReleaseRule {
 
 /// A barrier's stream and policy.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct BarrierConfig {
     /// Stream name and subject prefix (`[A-Za-z0-9_-]`).
     pub name: String,
@@ -97,6 +98,19 @@ impl BarrierConfig {
         }
     }
 }
+
+setters!(BarrierConfig {
+    /// The producers a partition waits for unless a set is declared for it.
+    producers: Vec<String>,
+    /// Report a partition sealed by some but not all producers after this long (default: 30 s).
+    stall_after: Duration,
+    /// Raft replicas of the stream (default: 3).
+    replicas: usize,
+    /// The server's duplicate window (default: 2 min).
+    duplicate_window: Duration,
+    /// How long an operation retries while the cluster fails over.
+    retry_for: Duration,
+});
 
 /// One record of a released batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -646,7 +660,7 @@ impl SealBarrier {
                     return Err(NatsError::Unavailable {
                         subject: filter,
                         waited: started.elapsed(),
-                        last: e.to_string(),
+                        source: e.into(),
                     });
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;

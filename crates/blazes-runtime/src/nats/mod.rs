@@ -58,6 +58,9 @@ pub const TTL: &str = "Nats-TTL";
 /// the same message id, so a publish that did land is answered as a duplicate, not stored twice.
 pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(30);
 
+/// An error kept as the source of another, as `async_nats` and `tokio` keep theirs.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// What went wrong in a JetStream mechanism.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -72,14 +75,15 @@ pub enum NatsError {
         subject: String,
     },
     /// The engine did not answer within the retry budget.
-    #[error("JetStream unavailable on `{subject}` after retrying for {waited:?}: {last}")]
+    #[error("JetStream unavailable on `{subject}` after retrying for {waited:?}: {source}")]
     Unavailable {
         /// Subject of the operation.
         subject: String,
         /// How long the mechanism retried.
         waited: Duration,
-        /// The last error seen.
-        last: String,
+        /// The last error seen: the client's own error (a publish, consumer or KV error of
+        /// `async_nats`) when there was one, downcast it to act on its kind.
+        source: BoxError,
     },
     /// The engine refused the operation for another reason (permissions, configuration).
     #[error("JetStream refused the operation on `{subject}`: {reason}")]
@@ -135,7 +139,7 @@ pub(crate) async fn publish(
     /// Why an attempt failed.
     enum Failure {
         /// The outcome is unknown or the cluster is failing over: retry with the same id.
-        Retry(String),
+        Retry(BoxError),
         /// The server refused an expectation.
         Fenced,
         /// The server refused the message for good.
@@ -150,7 +154,7 @@ pub(crate) async fn publish(
                     .payload(payload.clone()),
             )
             .await
-            .map_err(|e| Failure::Retry(e.to_string()))?
+            .map_err(|e| Failure::Retry(e.into()))?
             .await
             .map_err(|e| match e.kind() {
                 PublishErrorKind::WrongLastSequence | PublishErrorKind::WrongLastMessageId => {
@@ -163,7 +167,7 @@ pub(crate) async fn publish(
                 | PublishErrorKind::BrokenPipe
                 | PublishErrorKind::StreamNotFound
                 | PublishErrorKind::MaxAckPending
-                | PublishErrorKind::Other => Failure::Retry(e.to_string()),
+                | PublishErrorKind::Other => Failure::Retry(e.into()),
             })
         };
         match attempt.await {
@@ -191,7 +195,7 @@ pub(crate) async fn publish(
                     return Err(NatsError::Unavailable {
                         subject: subject.to_string(),
                         waited: started.elapsed(),
-                        last,
+                        source: last,
                     });
                 }
                 tokio::time::sleep(pause).await;
@@ -267,7 +271,7 @@ pub(crate) async fn ensure_bucket(
             Err(_) => js
                 .create_key_value(config.clone())
                 .await
-                .map_err(|e| e.to_string()),
+                .map_err(BoxError::from),
         }
     })
     .await
@@ -284,7 +288,7 @@ async fn retrying<T, E, F, Fut>(
     mut op: F,
 ) -> Result<T, NatsError>
 where
-    E: std::fmt::Display,
+    E: Into<BoxError>,
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, E>>,
 {
@@ -292,15 +296,16 @@ where
     loop {
         match op().await {
             Ok(t) => return Ok(t),
-            Err(e) if started.elapsed() >= retry_for => {
-                tracing::warn!(%what, error = %e, waited = ?started.elapsed(), "gave up retrying");
-                return Err(NatsError::Unavailable {
-                    subject: what.to_string(),
-                    waited: started.elapsed(),
-                    last: e.to_string(),
-                });
-            }
             Err(e) => {
+                let e: BoxError = e.into();
+                if started.elapsed() >= retry_for {
+                    tracing::warn!(%what, error = %e, waited = ?started.elapsed(), "gave up retrying");
+                    return Err(NatsError::Unavailable {
+                        subject: what.to_string(),
+                        waited: started.elapsed(),
+                        source: e,
+                    });
+                }
                 tracing::debug!(%what, error = %e, "retrying");
                 tokio::time::sleep(pause).await
             }
@@ -344,6 +349,171 @@ impl StoredMessage {
     /// A header's value.
     pub fn header(&self, name: &str) -> Option<&str> {
         header(&self.headers, name)
+    }
+}
+
+/// Every message of `stream` with sequence `>= from` (on `filter`'s subjects when given), in
+/// stream order and each once, then every message stored after them as it arrives: a tailing
+/// read, as `async_nats`' consumers give theirs, for a caller that follows a stream rather
+/// than polling [`read_stream`] for batches.
+///
+/// One ordered consumer serves the subscription; when it fails (a stream leader fails over, a
+/// reconnect) the subscription makes another from the position after the last message it
+/// yielded, so it neither skips nor repeats. After `retry_for` without a working consumer it
+/// yields [`NatsError::Unavailable`], with the client's error as its source, and ends. The
+/// server removes a dropped subscription's consumer once it has been idle for a few seconds.
+pub fn subscribe(
+    stream: stream::Stream,
+    filter: Option<String>,
+    from: u64,
+    retry_for: Duration,
+) -> Subscription {
+    let tail = Tail {
+        stream,
+        filter,
+        next: from.max(1),
+        retry_for,
+        messages: None,
+        failing_since: None,
+    };
+    Subscription {
+        inner: Box::pin(futures_util::stream::unfold(
+            Some(tail),
+            |tail| async move {
+                let mut tail = tail?;
+                match tail.next().await {
+                    Ok(message) => Some((Ok(message), Some(tail))),
+                    Err(e) => Some((Err(e), None)),
+                }
+            },
+        )),
+    }
+}
+
+/// The messages of a [`subscribe`]: a [`futures_util::Stream`] of stored messages, in order.
+pub struct Subscription {
+    inner: std::pin::Pin<
+        Box<dyn futures_util::Stream<Item = Result<StoredMessage, NatsError>> + Send>,
+    >,
+}
+
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription").finish_non_exhaustive()
+    }
+}
+
+impl futures_util::Stream for Subscription {
+    type Item = Result<StoredMessage, NatsError>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.inner.as_mut().poll_next(cx)
+    }
+}
+
+/// A subscription's state: where it is, and the consumer that serves it while it works.
+struct Tail {
+    stream: stream::Stream,
+    filter: Option<String>,
+    /// The sequence of the next message to yield.
+    next: u64,
+    retry_for: Duration,
+    messages: Option<jetstream::consumer::pull::Ordered>,
+    /// When the consumer last stopped working, while no new one has delivered.
+    failing_since: Option<tokio::time::Instant>,
+}
+
+impl Tail {
+    #[tracing::instrument(level = "debug", name = "subscription", skip_all, fields(stream = %self.stream.cached_info().config.name, next = self.next))]
+    async fn next(&mut self) -> Result<StoredMessage, NatsError> {
+        use async_nats::jetstream::consumer::{DeliverPolicy, pull::OrderedConfig};
+        use futures_util::StreamExt;
+        // How long a quiet subscription waits before it checks that the server is still there.
+        let probe = (self.retry_for / 4).clamp(Duration::from_millis(100), Duration::from_secs(2));
+        loop {
+            let failure: BoxError = match &mut self.messages {
+                None => match self
+                    .stream
+                    .create_consumer(OrderedConfig {
+                        filter_subject: self.filter.clone().unwrap_or_default(),
+                        deliver_policy: DeliverPolicy::ByStartSequence {
+                            start_sequence: self.next,
+                        },
+                        ..Default::default()
+                    })
+                    .await
+                {
+                    Ok(consumer) => match consumer.messages().await {
+                        Ok(messages) => {
+                            self.messages = Some(messages);
+                            continue;
+                        }
+                        Err(e) => e.into(),
+                    },
+                    Err(e) => e.into(),
+                },
+                Some(messages) => match tokio::time::timeout(probe, messages.next()).await {
+                    // Quiet: an idle stream, or a server gone (the client then waits for it
+                    // without a word); ask the stream to tell them apart.
+                    Err(_) => match self.stream.get_info().await {
+                        Ok(_) => {
+                            self.failing_since = None;
+                            continue;
+                        }
+                        Err(e) => {
+                            self.give_up_after(e.into())?;
+                            continue;
+                        }
+                    },
+                    Ok(Some(Ok(m))) => {
+                        let sequence = m.info().map_err(|e| NatsError::Malformed {
+                            subject: m.subject.to_string(),
+                            sequence: self.next,
+                            reason: e.to_string(),
+                        })?;
+                        let sequence = sequence.stream_sequence;
+                        // An ordered consumer that resets itself may start over behind us.
+                        if sequence < self.next {
+                            continue;
+                        }
+                        self.next = sequence + 1;
+                        self.failing_since = None;
+                        let m = m.message;
+                        return Ok(StoredMessage {
+                            subject: m.subject.to_string(),
+                            sequence,
+                            headers: m.headers.unwrap_or_default(),
+                            payload: m.payload,
+                        });
+                    }
+                    Ok(Some(Err(e))) => e.into(),
+                    Ok(None) => "the consumer ended".into(),
+                },
+            };
+            self.messages = None;
+            self.give_up_after(failure)?;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Counts `failure` against the retry budget: `Unavailable` once it is spent.
+    fn give_up_after(&mut self, failure: BoxError) -> Result<(), NatsError> {
+        let since = *self
+            .failing_since
+            .get_or_insert_with(tokio::time::Instant::now);
+        if since.elapsed() >= self.retry_for {
+            tracing::warn!(error = %failure, "subscription gave up");
+            return Err(NatsError::Unavailable {
+                subject: self.stream.cached_info().config.name.clone(),
+                waited: since.elapsed(),
+                source: failure,
+            });
+        }
+        tracing::debug!(error = %failure, "subscription retrying");
+        Ok(())
     }
 }
 
@@ -403,10 +573,10 @@ async fn read(
     use async_nats::jetstream::consumer::{DeliverPolicy, pull::OrderedConfig};
     let started = tokio::time::Instant::now();
     let name = stream.cached_info().config.name.clone();
-    let fail = |last: String| NatsError::Unavailable {
+    let fail = |last: BoxError| NatsError::Unavailable {
         subject: name.clone(),
         waited: started.elapsed(),
-        last,
+        source: last,
     };
     if max == 0 {
         return Ok(Vec::new());
@@ -416,7 +586,7 @@ async fn read(
             Consumers::Left => Ok(u64::MAX),
             Consumers::Deleted => match stream.get_info().await {
                 Ok(info) => Ok(info.state.last_sequence),
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(BoxError::from(e)),
             },
         };
         let step = match last {
@@ -440,7 +610,7 @@ async fn read(
                     }
                     step
                 }
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(BoxError::from(e)),
             },
             Err(e) => Err(e),
         };
@@ -458,7 +628,7 @@ async fn drain(
     consumer: jetstream::consumer::Consumer<jetstream::consumer::pull::OrderedConfig>,
     from: u64,
     max: usize,
-) -> Result<Vec<StoredMessage>, String> {
+) -> Result<Vec<StoredMessage>, BoxError> {
     use futures_util::StreamExt;
     if consumer.cached_info().num_pending == 0 {
         return Ok(Vec::new());
@@ -466,7 +636,7 @@ async fn drain(
     // The ordered consumer's first name; after a reset it has another, whose info this read
     // then cannot ask for (it waits out the timeout, as it would without asking).
     let consumer_name = consumer.cached_info().name.clone();
-    let mut messages = consumer.messages().await.map_err(|e| e.to_string())?;
+    let mut messages = consumer.messages().await.map_err(BoxError::from)?;
     let mut out = Vec::new();
     let mut quiet = Duration::ZERO;
     // Messages this consumer delivered to us, to tell "nothing left" from "in flight".
@@ -497,13 +667,13 @@ async fn drain(
                 received += 1;
                 m
             }
-            Ok(Some(Err(e))) => return Err(e.to_string()),
-            Ok(None) => return Err("the consumer ended".to_string()),
+            Ok(Some(Err(e))) => return Err(e.into()),
+            Ok(None) => return Err("the consumer ended".into()),
             Err(_) => {
-                return Err(format!("no message within {} s", READ_TIMEOUT.as_secs()));
+                return Err(format!("no message within {} s", READ_TIMEOUT.as_secs()).into());
             }
         };
-        let info = message.info().map_err(|e| e.to_string())?;
+        let info = message.info()?;
         let sequence = info.stream_sequence;
         let pending = info.pending;
         // An ordered consumer that resets (a stream leader failed over) before it delivered

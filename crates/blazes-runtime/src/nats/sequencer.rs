@@ -40,6 +40,7 @@ pub const PRODUCER: &str = "Blazes-Producer";
 
 /// Where a sequencer lives and how it is replicated.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SequencerConfig {
     /// Stream name and subject prefix (`[A-Za-z0-9_-]`).
     pub name: String,
@@ -62,6 +63,15 @@ impl SequencerConfig {
         }
     }
 }
+
+setters!(SequencerConfig {
+    /// Raft replicas of the stream (default: 3).
+    replicas: usize,
+    /// The server's duplicate window for message ids (default: 2 min).
+    duplicate_window: Duration,
+    /// How long an operation retries while the cluster fails over.
+    retry_for: Duration,
+});
 
 /// A sequenced stream: producers write into it, replicas read it in order.
 #[derive(Clone)]

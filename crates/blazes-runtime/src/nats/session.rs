@@ -61,6 +61,7 @@ pub const KEY: &str = "Blazes-Key";
 
 /// A keyed component's stream and its leases.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct KeyedConfig {
     /// Stream name and subject prefix (`[A-Za-z0-9_-]`).
     pub name: String,
@@ -89,6 +90,20 @@ impl KeyedConfig {
         }
     }
 }
+
+setters!(KeyedConfig {
+    /// Number of partitions (keys are hashed onto them).
+    partitions: u32,
+    /// Lease time to live, whole seconds (the server's TTL granularity), at least 1 s
+    /// (default: 5 s).
+    lease_ttl: Duration,
+    /// Raft replicas of the stream (default: 3).
+    replicas: usize,
+    /// The server's duplicate window (default: 2 min).
+    duplicate_window: Duration,
+    /// How long a write retries while the cluster fails over.
+    retry_for: Duration,
+});
 
 /// A keyed component on JetStream.
 #[derive(Clone)]

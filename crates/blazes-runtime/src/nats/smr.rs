@@ -49,6 +49,7 @@ pub enum OutputIds {
 
 /// A replica's place in the deployment.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ReplicaConfig {
     /// The replicated component (`[A-Za-z0-9_-]`): names its outputs.
     pub component: String,
@@ -87,6 +88,21 @@ impl ReplicaConfig {
         }
     }
 }
+
+setters!(ReplicaConfig {
+    /// The output stream (created if missing; default: `<component>-out`).
+    outputs: String,
+    /// The checkpoint bucket (created if missing; default: `<component>-replicas`).
+    checkpoints: String,
+    /// Checkpoint after this many inputs (0: only on [`Replica::checkpoint`]; default: 64).
+    checkpoint_every: u64,
+    /// Raft replicas of the output stream and the bucket (default: 3).
+    replicas: usize,
+    /// The output stream's duplicate window (default: 2 min).
+    duplicate_window: Duration,
+    /// How long a write retries while the cluster fails over.
+    retry_for: Duration,
+});
 
 /// One replica of a component.
 pub struct Replica<M: StateMachine> {

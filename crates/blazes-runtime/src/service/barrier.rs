@@ -53,6 +53,7 @@ pub struct Stalled<P> {
 
 /// Configuration of a [`BarrierService`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BarrierConfig {
     /// Releases that may wait for the consumer before the task waits for it.
     pub max_waiting: usize,
@@ -62,6 +63,28 @@ pub struct BarrierConfig {
     /// Journal records between snapshots ([`DurableBarrier::compact_every`]).
     pub compact_every: u64,
 }
+
+impl Default for BarrierConfig {
+    /// 64 waiting releases, stalls reported after 30 s, a snapshot as often as
+    /// [`DurableBarrier`] takes one by default.
+    fn default() -> Self {
+        BarrierConfig {
+            max_waiting: 64,
+            stall_after: Duration::from_secs(30),
+            compact_every: crate::barrier::COMPACT_EVERY,
+        }
+    }
+}
+
+setters!(BarrierConfig {
+    /// Releases that may wait for the consumer before the task waits for it (default: 64).
+    max_waiting: usize,
+    /// A partition pending this long after its first message is reported as stalled
+    /// (default: 30 s).
+    stall_after: Duration,
+    /// Journal records between snapshots (default: the durable barrier's own).
+    compact_every: u64,
+});
 
 /// The task that owns a [`DurableBarrier`], as [`BarrierService::open`] returns it.
 #[derive(Debug)]

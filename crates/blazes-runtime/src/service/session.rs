@@ -41,6 +41,7 @@ enum SessionRequest {
 
 /// Timing of a [`SessionService`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SessionConfig {
     /// Lease time-to-live; a worker must renew more often than this.
     pub ttl: Duration,
@@ -48,6 +49,23 @@ pub struct SessionConfig {
     /// every call; this only bounds how late the `LeaseLost` event reaches an idle worker.
     pub tick: Duration,
 }
+
+impl SessionConfig {
+    /// Leases of `ttl`, expiries looked for every tenth of it (at least every millisecond).
+    pub fn new(ttl: Duration) -> Self {
+        SessionConfig {
+            ttl,
+            tick: (ttl / 10).max(Duration::from_millis(1)),
+        }
+    }
+}
+
+setters!(SessionConfig {
+    /// Lease time-to-live; a worker must renew more often than this.
+    ttl: Duration,
+    /// How often the task looks for expired leases (default: a tenth of the TTL).
+    tick: Duration,
+});
 
 /// Cloneable access to a running [`SessionService`].
 #[derive(Debug, Clone)]

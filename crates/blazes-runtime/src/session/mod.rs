@@ -289,6 +289,7 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
 
 /// Configuration of a [`SessionBroker`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BrokerConfig {
     /// Lease time-to-live, in the caller's time unit.
     pub lease_ttl: u64,
@@ -298,6 +299,27 @@ pub struct BrokerConfig {
     /// tokens are recorded with their grants, so it need not stay the same across restarts.
     pub secret: u64,
 }
+
+impl BrokerConfig {
+    /// Leases of `lease_ttl` (in the caller's time unit) whose tokens are keyed by `secret`,
+    /// opened at time 0.
+    pub fn new(lease_ttl: u64, secret: u64) -> Self {
+        BrokerConfig {
+            lease_ttl,
+            now: 0,
+            secret,
+        }
+    }
+}
+
+setters!(BrokerConfig {
+    /// Lease time-to-live, in the caller's time unit.
+    lease_ttl: u64,
+    /// The caller's clock at opening: restored leases expire one TTL after it (default: 0).
+    now: u64,
+    /// Key of lease tokens.
+    secret: u64,
+});
 
 impl<L: Log> SessionBroker<L> {
     /// Opens a broker over `partition_logs` (one per partition, in partition order) and a control

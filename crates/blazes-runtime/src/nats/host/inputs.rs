@@ -507,7 +507,7 @@ impl Host {
             m.ack().await.map_err(|e| NatsError::Unavailable {
                 subject: m.subject.to_string(),
                 waited: Duration::ZERO,
-                last: e.to_string(),
+                source: e,
             })?;
         } else {
             let mut h = self.inner.handled.lock().await;
@@ -536,7 +536,7 @@ impl Host {
                 .map_err(|e| NatsError::Unavailable {
                     subject: key.clone(),
                     waited: Duration::ZERO,
-                    last: e.to_string(),
+                    source: e.into(),
                 })?;
             self.inner.handled.lock().await.1 = Some(state);
             return Ok(());
