@@ -1574,3 +1574,49 @@ async fn a_subscription_without_a_server_ends_unavailable_with_its_cause() {
         "the subscription ends after its error"
     );
 }
+
+/// A write the server refuses (someone newer holds the lease) ends the session at once:
+/// `next` answers `LeaseLost` instead of handing the zombie more inputs, without waiting for
+/// the renewer to notice (its next renewal is a third of a long TTL away).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_write_ends_the_session() {
+    use blazes_runtime::nats::session::{Keyed, KeyedConfig};
+    let Some(cluster) = Cluster::start(1, "").await else {
+        return;
+    };
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 1).await;
+    let config = KeyedConfig::new("REFUSED", 1)
+        .lease_ttl(Duration::from_secs(60))
+        .replicas(1)
+        .retry_for(Duration::from_secs(10));
+    let keyed = Keyed::open(js.clone(), config).await.unwrap();
+    for i in 0..3 {
+        keyed
+            .publish("k", &format!("i{i}"), Bytes::from(format!("{i}")))
+            .await
+            .unwrap();
+    }
+    let worker = keyed.worker("wA");
+    let mut session = worker.accept_next().await.unwrap();
+    let first = session.next().await.unwrap();
+    session.emit(first.offset, 0, "out".into()).await.unwrap();
+    // A newer holder's lease message, as a successor writes it after a takeover.
+    js.publish("REFUSED.lease.0", Bytes::new())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    let refused = session.emit(first.offset, 1, "late".into()).await;
+    assert!(
+        matches!(refused, Err(NatsError::Fenced { .. })),
+        "{refused:?}"
+    );
+    let after = tokio::time::timeout(Duration::from_secs(5), session.next())
+        .await
+        .expect("next answers at once");
+    assert!(
+        matches!(after, Err(NatsError::LeaseLost { partition: 0 })),
+        "the session is over after a refused write, got {after:?}"
+    );
+}

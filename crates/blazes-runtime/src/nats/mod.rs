@@ -368,13 +368,13 @@ pub fn subscribe(
     from: u64,
     retry_for: Duration,
 ) -> Subscription {
+    let budget = RetryBudget::new(stream.cached_info().config.name.clone(), retry_for);
     let tail = Tail {
         stream,
         filter,
         next: from.max(1),
-        retry_for,
         messages: None,
-        failing_since: None,
+        budget,
     };
     Subscription {
         inner: Box::pin(futures_util::stream::unfold(
@@ -420,10 +420,8 @@ struct Tail {
     filter: Option<String>,
     /// The sequence of the next message to yield.
     next: u64,
-    retry_for: Duration,
     messages: Option<jetstream::consumer::pull::Ordered>,
-    /// When the consumer last stopped working, while no new one has delivered.
-    failing_since: Option<tokio::time::Instant>,
+    budget: RetryBudget,
 }
 
 impl Tail {
@@ -432,7 +430,8 @@ impl Tail {
         use async_nats::jetstream::consumer::{DeliverPolicy, pull::OrderedConfig};
         use futures_util::StreamExt;
         // How long a quiet subscription waits before it checks that the server is still there.
-        let probe = (self.retry_for / 4).clamp(Duration::from_millis(100), Duration::from_secs(2));
+        let probe =
+            (self.budget.retry_for / 4).clamp(Duration::from_millis(100), Duration::from_secs(2));
         loop {
             let failure: BoxError = match &mut self.messages {
                 None => match self
@@ -460,11 +459,11 @@ impl Tail {
                     // without a word); ask the stream to tell them apart.
                     Err(_) => match self.stream.get_info().await {
                         Ok(_) => {
-                            self.failing_since = None;
+                            self.budget.worked();
                             continue;
                         }
                         Err(e) => {
-                            self.give_up_after(e.into())?;
+                            self.budget.failed(e.into())?;
                             continue;
                         }
                     },
@@ -480,7 +479,7 @@ impl Tail {
                             continue;
                         }
                         self.next = sequence + 1;
-                        self.failing_since = None;
+                        self.budget.worked();
                         let m = m.message;
                         return Ok(StoredMessage {
                             subject: m.subject.to_string(),
@@ -494,25 +493,49 @@ impl Tail {
                 },
             };
             self.messages = None;
-            self.give_up_after(failure)?;
+            self.budget.failed(failure)?;
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
+}
 
-    /// Counts `failure` against the retry budget: `Unavailable` once it is spent.
-    fn give_up_after(&mut self, failure: BoxError) -> Result<(), NatsError> {
+/// How long a reader may keep failing: the clock starts at the first failure after the last
+/// success, and the failure that finds `retry_for` passed is reported, as the cause of
+/// [`NatsError::Unavailable`] on `subject`.
+pub(crate) struct RetryBudget {
+    subject: String,
+    retry_for: Duration,
+    failing_since: Option<tokio::time::Instant>,
+}
+
+impl RetryBudget {
+    pub(crate) fn new(subject: String, retry_for: Duration) -> Self {
+        RetryBudget {
+            subject,
+            retry_for,
+            failing_since: None,
+        }
+    }
+
+    /// The reader made progress: the next failure starts the clock again.
+    pub(crate) fn worked(&mut self) {
+        self.failing_since = None;
+    }
+
+    /// Counts `failure`: `Unavailable` once the budget is spent.
+    pub(crate) fn failed(&mut self, failure: BoxError) -> Result<(), NatsError> {
         let since = *self
             .failing_since
             .get_or_insert_with(tokio::time::Instant::now);
         if since.elapsed() >= self.retry_for {
-            tracing::warn!(error = %failure, "subscription gave up");
+            tracing::warn!(subject = %self.subject, error = %failure, "gave up retrying");
             return Err(NatsError::Unavailable {
-                subject: self.stream.cached_info().config.name.clone(),
+                subject: self.subject.clone(),
                 waited: since.elapsed(),
                 source: failure,
             });
         }
-        tracing::debug!(error = %failure, "subscription retrying");
+        tracing::debug!(subject = %self.subject, error = %failure, "retrying");
         Ok(())
     }
 }

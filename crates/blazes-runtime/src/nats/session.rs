@@ -279,6 +279,7 @@ impl Worker {
             lost: false,
         }));
         let (lost_tx, lost_rx) = watch::channel(false);
+        let lost_tx = Arc::new(lost_tx);
         self.held.lock().expect("held set").insert(p);
         let renewer = tokio::spawn(renew(
             keyed.clone(),
@@ -286,7 +287,7 @@ impl Worker {
             self.id.clone(),
             grant,
             lease.clone(),
-            lost_tx,
+            lost_tx.clone(),
         ));
         let mut session = Session {
             keyed: keyed.clone(),
@@ -296,6 +297,7 @@ impl Worker {
             fencing: self.fencing,
             lease,
             lost: lost_rx,
+            lost_tx,
             renewer,
             held: self.held.clone(),
             committed_offset: 0,
@@ -334,7 +336,7 @@ async fn renew(
     worker: String,
     grant: u64,
     lease: Arc<tokio::sync::Mutex<LeaseState>>,
-    lost_tx: watch::Sender<bool>,
+    lost_tx: Arc<watch::Sender<bool>>,
 ) {
     let ttl = keyed.config.lease_ttl.max(Duration::from_secs(1));
     let subject = keyed.subject("lease", p);
@@ -373,6 +375,9 @@ pub struct Session {
     fencing: Fencing,
     lease: Arc<tokio::sync::Mutex<LeaseState>>,
     lost: watch::Receiver<bool>,
+    /// Shared with the renewer: whichever learns first that the lease is gone (a failed
+    /// renewal, a refused write) ends the session for [`Session::next`].
+    lost_tx: Arc<watch::Sender<bool>>,
     renewer: tokio::task::JoinHandle<()>,
     held: Arc<Mutex<BTreeSet<u32>>>,
     committed_offset: u64,
@@ -402,6 +407,11 @@ impl Session {
     /// The next input of the partition, in order; waits for one. `LeaseLost` once the lease
     /// is gone (the session is over; accept another).
     pub async fn next(&mut self) -> Result<Input, NatsError> {
+        // A consumer that keeps failing makes the partition unavailable after `retry_for`.
+        let mut budget = super::RetryBudget::new(
+            self.keyed.subject("in", self.partition),
+            self.keyed.config.retry_for,
+        );
         loop {
             if *self.lost.borrow() {
                 return Err(NatsError::LeaseLost {
@@ -423,12 +433,14 @@ impl Session {
                 match consumer {
                     Ok(c) => match c.messages().await {
                         Ok(m) => self.messages = Some(m),
-                        Err(_) => {
+                        Err(e) => {
+                            budget.failed(e.into())?;
                             tokio::time::sleep(Duration::from_millis(200)).await;
                             continue;
                         }
                     },
-                    Err(_) => {
+                    Err(e) => {
+                        budget.failed(e.into())?;
                         tokio::time::sleep(Duration::from_millis(200)).await;
                         continue;
                     }
@@ -442,6 +454,7 @@ impl Session {
             };
             match next {
                 Some(Ok(m)) => {
+                    budget.worked();
                     let offset = match m.info() {
                         Ok(info) => info.stream_sequence,
                         Err(_) => {
@@ -466,7 +479,13 @@ impl Session {
                     });
                 }
                 // The ordered consumer failed over or ended: recreate it where we are.
-                Some(Err(_)) | None => {
+                Some(Err(e)) => {
+                    budget.failed(e.into())?;
+                    self.messages = None;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                None => {
+                    budget.failed("the consumer ended".into())?;
                     self.messages = None;
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
@@ -532,6 +551,7 @@ impl Session {
         .await;
         if let Err(NatsError::Fenced { .. }) = result {
             lease.lost = true;
+            self.lost_tx.send_replace(true);
         }
         result
     }
