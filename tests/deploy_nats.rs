@@ -538,3 +538,37 @@ async fn a_deployment_routed_by_instance_is_what_a_keyed_host_opens() {
         }
     }
 }
+
+/// `--nats` takes the cluster's servers as a comma-separated list, as its help says: with a
+/// dead server first and the live one second, the deployment goes through the second.
+/// Malformed lists are usage errors (exit 2) naming the entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deploy_takes_a_list_of_servers() {
+    let Some((_cluster, url, js)) = server().await else {
+        return;
+    };
+    // A port nothing listens on: bound, then released.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("nats://127.0.0.1:{}", l.local_addr().unwrap().port())
+    };
+    let list = format!("{dead}, {url}");
+    let o = deploy(&list, &["--allow", "global", "specs/wordcount.yaml"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stream_count(&js).await > 0, "the objects were created");
+    for bad in [
+        format!("{url},"),
+        format!("{url},,{url}"),
+        "nats://[::1".to_string(),
+    ] {
+        let o = deploy(&bad, &["specs/wordcount.yaml"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains("--nats"), "{bad}: {err}");
+    }
+}

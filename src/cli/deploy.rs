@@ -131,6 +131,25 @@ fn apply(_url: &str, _d: &Deployment, _force: bool) -> i32 {
     )
 }
 
+/// The servers `--nats` names: URLs of one cluster separated by commas (spaces around them
+/// allowed), each one checked, so a typo is a usage error rather than a connection timeout.
+#[cfg(feature = "nats")]
+fn server_list(arg: &str) -> Result<Vec<blazes_runtime::nats::async_nats::ServerAddr>, String> {
+    let mut servers = Vec::new();
+    for (i, part) in arg.split(',').map(str::trim).enumerate() {
+        if part.is_empty() {
+            return Err(format!(
+                "`--nats {arg}`: server {} of the list is empty (separate URLs with single commas)",
+                i + 1
+            ));
+        }
+        servers.push(part.parse().map_err(|e| {
+            format!("`--nats {arg}`: `{part}` is not a server URL ({e}); use nats://host:port")
+        })?);
+    }
+    Ok(servers)
+}
+
 #[cfg(feature = "nats")]
 fn apply(url: &str, d: &Deployment, force: bool) -> i32 {
     use blazes_runtime::nats::async_nats;
@@ -142,10 +161,15 @@ fn apply(url: &str, d: &Deployment, force: bool) -> i32 {
         Ok(r) => r,
         Err(e) => return usage_error(&format!("cannot start the async runtime: {e}")),
     };
+    let servers = match server_list(url) {
+        Ok(servers) => servers,
+        Err(e) => return usage_error(&e),
+    };
     let outcome = runtime.block_on(async {
+        // The client tries the servers in turn and fails over between them later.
         let connect = async_nats::ConnectOptions::new()
             .connection_timeout(std::time::Duration::from_secs(5))
-            .connect(url);
+            .connect(servers.as_slice());
         let client = tokio::time::timeout(std::time::Duration::from_secs(10), connect)
             .await
             .map_err(|_| format!("cannot connect to `{url}` within 10 s"))?
