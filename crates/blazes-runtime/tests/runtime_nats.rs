@@ -1620,3 +1620,28 @@ async fn a_refused_write_ends_the_session() {
         "the session is over after a refused write, got {after:?}"
     );
 }
+
+/// A retry with the same id and content lands once; the same id with other content is a
+/// `Conflict`, not a silent "duplicate" that drops the new content.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_id_with_other_content_is_a_conflict() {
+    use blazes_runtime::nats::session::{Keyed, KeyedConfig};
+    let Some(cluster) = Cluster::start(1, "").await else {
+        return;
+    };
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 1).await;
+    let config = KeyedConfig::new("REUSED", 1)
+        .replicas(1)
+        .retry_for(Duration::from_secs(10));
+    let keyed = Keyed::open(js.clone(), config).await.unwrap();
+    let first = keyed.publish("k", "i1", "a".into()).await.unwrap();
+    let retry = keyed.publish("k", "i1", "a".into()).await.unwrap();
+    assert!(retry.duplicate && retry.sequence == first.sequence, "{retry:?}");
+    let other = keyed.publish("k", "i1", "b".into()).await;
+    assert!(
+        matches!(other, Err(NatsError::Conflict { sequence, .. }) if sequence == first.sequence),
+        "{other:?}"
+    );
+    assert_eq!(read_all(&js, "REUSED").await.len(), 1, "nothing else was stored");
+}

@@ -103,6 +103,20 @@ pub enum NatsError {
         /// What is wrong.
         reason: String,
     },
+    /// A message id was used again with another subject or payload: the server answers such
+    /// a publish as a duplicate of the first and stores nothing, so the new content would be
+    /// lost silently. Ids must name content (derive them from the input that caused it).
+    #[error(
+        "message id `{id}` was already stored at sequence {sequence} of `{stream}` with another subject or payload; the new one was not stored"
+    )]
+    Conflict {
+        /// The reused id.
+        id: String,
+        /// The stream holding the first message.
+        stream: String,
+        /// Its sequence.
+        sequence: u64,
+    },
     /// The session's lease ran out or was taken over; its messages stop.
     #[error("lease on partition {partition} lost")]
     LeaseLost {
@@ -172,6 +186,9 @@ pub(crate) async fn publish(
         };
         match attempt.await {
             Ok(ack) => {
+                if ack.duplicate {
+                    check_duplicate(js, &ack, subject, &headers, &payload, retry_for).await?;
+                }
                 return Ok(Stored {
                     sequence: ack.sequence,
                     duplicate: ack.duplicate,
@@ -202,6 +219,39 @@ pub(crate) async fn publish(
                 pause = (pause * 2).min(Duration::from_millis(500));
             }
         }
+    }
+}
+
+/// Checks that the message the server kept under a duplicate's id is this one (subject and
+/// payload): a retry of the same publish, not new content under a reused id. A first copy
+/// removed since (a seal barrier purges what it released) cannot be compared, and passes.
+async fn check_duplicate(
+    js: &jetstream::Context,
+    ack: &jetstream::publish::PublishAck,
+    subject: &str,
+    headers: &HeaderMap,
+    payload: &Bytes,
+    retry_for: Duration,
+) -> Result<(), NatsError> {
+    use async_nats::jetstream::stream::RawMessageErrorKind;
+    let stored = retrying(&ack.stream, retry_for, Duration::from_millis(100), || async {
+        let stream = js.get_stream(&ack.stream).await.map_err(BoxError::from)?;
+        match stream.get_raw_message(ack.sequence).await {
+            Ok(m) => Ok(Some(m)),
+            Err(e) if e.kind() == RawMessageErrorKind::NoMessageFound => Ok(None),
+            Err(e) => Err(BoxError::from(e)),
+        }
+    })
+    .await?;
+    match stored {
+        Some(m) if m.subject.as_str() != subject || m.payload != *payload => {
+            Err(NatsError::Conflict {
+                id: header(headers, MSG_ID).unwrap_or_default().to_string(),
+                stream: ack.stream.clone(),
+                sequence: ack.sequence,
+            })
+        }
+        _ => Ok(()),
     }
 }
 
