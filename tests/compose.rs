@@ -575,3 +575,31 @@ fn a_finding_in_a_used_file_is_located_there_in_every_format() {
     assert!(c004.get("file").is_none());
     assert_eq!(c004["line"], 9);
 }
+
+#[test]
+fn plan_apply_refuses_a_composed_spec_and_writes_nothing() {
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("compose-apply.yaml");
+    let _ = std::fs::remove_file(&out);
+    let o = blazes(&[
+        "plan",
+        "--apply",
+        out.to_str().unwrap(),
+        "specs/system/poor.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("`--apply` does not yet write plans into composed specs"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists());
+    // The control: the flat ad network's plan is written.
+    let o = blazes(&[
+        "plan",
+        "--apply",
+        out.to_str().unwrap(),
+        "specs/ad-poor.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(out.exists());
+}

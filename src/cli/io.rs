@@ -75,6 +75,10 @@ pub(crate) struct DiskLoader<'l> {
 
 impl crate::compose::Loader for DiskLoader<'_> {
     fn load(&mut self, path: &str) -> Result<Vec<u8>, String> {
+        // `-` is standard input to `read_spec`; a `use:` names files only.
+        if is_stdin(Path::new(path)) {
+            return Err("`-` names standard input, not a file".to_string());
+        }
         read_spec(Path::new(path), self.limits)
             .map(|(_, bytes)| bytes)
             .map_err(|(_, reason)| reason)
