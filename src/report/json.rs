@@ -163,6 +163,9 @@ struct Point<'a> {
     code: &'static str,
     column: usize,
     component: &'a str,
+    /// The used file the path is written in, for a composed spec (as a diagnostic's `file`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<&'a str>,
     from: &'a str,
     gate: Vec<String>,
     input_label: &'static str,
@@ -282,22 +285,33 @@ fn file<'a>(r: &'a FileReport, at: usize, witnesses: Option<&'a Witnesses>) -> F
                 }),
                 name: Some(&df.name),
                 path: &r.path,
-                points_of_order: Seq::new(an.points.iter().map(move |p| {
-                    let c = df.component(p.component);
-                    let path = &c.paths[p.path];
-                    let (line, column) = index.line_col(text, path.label_span.offset);
-                    let code = point_code(c, path, p.kind, p.input_label, &df.keys);
-                    Point {
-                        code: code.id,
-                        annotation: path.annotation.as_str(),
-                        column,
-                        component: &c.name,
-                        from: &df.iface(path.input).name,
-                        gate: path.gate.map_or_else(Vec::new, |g| g.names(&df.keys)),
-                        input_label: p.input_label.kind(),
-                        kind: code.name,
-                        line,
-                        to: &df.iface(path.output).name,
+                points_of_order: Seq::new(an.points.iter().map({
+                    let places = super::located::Places::new(r);
+                    move |p| {
+                        let c = df.component(p.component);
+                        let path = &c.paths[p.path];
+                        let (line, column, file) = if r.files.is_composed() {
+                            let (line, column) = places.line_col(path.label_span, &index);
+                            let file = places.place(path.label_span).path;
+                            (line, column, Some(file).filter(|f| *f != r.path.as_str()))
+                        } else {
+                            let (line, column) = index.line_col(text, path.label_span.offset);
+                            (line, column, None)
+                        };
+                        let code = point_code(c, path, p.kind, p.input_label, &df.keys);
+                        Point {
+                            code: code.id,
+                            annotation: path.annotation.as_str(),
+                            column,
+                            component: &c.name,
+                            file,
+                            from: &df.iface(path.input).name,
+                            gate: path.gate.map_or_else(Vec::new, |g| g.names(&df.keys)),
+                            input_label: p.input_label.kind(),
+                            kind: code.name,
+                            line,
+                            to: &df.iface(path.output).name,
+                        }
                     }
                 })),
                 seal_barriers: Seq::new(an.barriers.iter().map(move |b| Barrier {
