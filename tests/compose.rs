@@ -603,3 +603,28 @@ fn plan_apply_refuses_a_composed_spec_and_writes_nothing() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(out.exists());
 }
+
+#[test]
+fn a_chain_of_uses_deeper_than_max_depth_is_a_limit() {
+    let mut files: BTreeMap<String, String> = (0..80)
+        .map(|i| {
+            (
+                format!("d{i}.yaml"),
+                format!("components:\n  N: {{ use: d{}.yaml }}\n", i + 1),
+            )
+        })
+        .collect();
+    files.insert(
+        "d80.yaml".into(),
+        "components:\n  C:\n    paths: [{ from: i, to: o, label: CR }]\n".into(),
+    );
+    let r = check_system(&files, "d0.yaml");
+    assert_eq!(r.exit_code(), 2);
+    let d = &r.diagnostics()[0];
+    assert_eq!(d.code.id, "S011");
+    assert_eq!(d.message, "the chain of `use:` is more than 64 files deep");
+    assert_eq!(r.locate(d.primary.as_ref().unwrap().span).0, "d64.yaml");
+    // The control: 60 levels are within the limit and checked.
+    let r = check_system(&files, "d20.yaml");
+    assert_eq!(r.exit_code(), 0, "{:?}", r.diagnostics());
+}

@@ -248,6 +248,21 @@ impl Expander<'_> {
         if let Some(&f) = self.by_path.get(&target) {
             return self.loaded[f].components;
         }
+        // Each level of uses is a level of recursion here and in the expansion: a chain of
+        // files each using the next is nesting, bounded like the YAML's.
+        if stack.len() > self.limits.max_depth {
+            let d = Limit::Depth
+                .exceeded(
+                    Input::Spec,
+                    format!(
+                        "the chain of `use:` is more than {} files deep",
+                        self.limits.max_depth
+                    ),
+                )
+                .at(at, "too deep");
+            self.diags.push(d);
+            return 0;
+        }
         let bytes = match self.loader.load(&target) {
             Ok(b) => b,
             Err(reason) => {
