@@ -628,3 +628,39 @@ fn a_chain_of_uses_deeper_than_max_depth_is_a_limit() {
     let r = check_system(&files, "d20.yaml");
     assert_eq!(r.exit_code(), 0, "{:?}", r.diagnostics());
 }
+
+#[test]
+fn a_composite_cannot_also_have_paths_nor_pass_an_input_straight_through() {
+    let text = "components:\n  B:\n    use: b.yaml\n    paths: [{ from: x, to: y, label: CR }]\n";
+    let r = check::check_bytes("a.yaml", text.as_bytes(), &Default::default());
+    assert_eq!(r.exit_code(), 2);
+    assert_eq!(
+        r.diagnostics()[0].message,
+        "component `B` is a composite (`use`), so it cannot have `paths`"
+    );
+    let files = BTreeMap::from([
+        (
+            "b.yaml".to_string(),
+            "sources:\n  i: {}\ncomponents:\n  C:\n    paths: [{ from: x, to: y, label: CR }]\nstreams:\n  - { from: i, to: o }\nsinks:\n  o: {}\n".to_string(),
+        ),
+        ("a.yaml".to_string(), "components:\n  B: { use: b.yaml }\n".to_string()),
+    ]);
+    let r = check_system(&files, "a.yaml");
+    assert_eq!(r.exit_code(), 2);
+    let d = &r.diagnostics()[0];
+    assert_eq!(
+        d.message,
+        "the dataflow of composite `B` streams its input `i` straight to its output `o`"
+    );
+    assert_eq!(r.locate(d.primary.as_ref().unwrap().span).0, "b.yaml");
+    // The control: with a component between, the same module is accepted.
+    let mut ok = files.clone();
+    ok.insert(
+        "b.yaml".into(),
+        files["b.yaml"].replace(
+            "- { from: i, to: o }",
+            "- { from: i, to: C.x }\n  - { from: C.y, to: o }",
+        ),
+    );
+    assert_eq!(check_system(&ok, "a.yaml").exit_code(), 0);
+}

@@ -704,3 +704,23 @@ pub(crate) fn shift_diag(d: &mut Diagnostic, by: usize) {
         n.span.offset += by;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::join;
+
+    #[test]
+    fn a_use_is_relative_to_the_using_file() {
+        assert_eq!(join("system.yaml", "services/b.yaml"), "services/b.yaml");
+        assert_eq!(
+            join("specs/system.yaml", "./services/b.yaml"),
+            "specs/services/b.yaml"
+        );
+        assert_eq!(join("specs/sub/a.yaml", "../b.yaml"), "specs/b.yaml");
+        assert_eq!(join("/repo/specs/a.yaml", "b.yaml"), "/repo/specs/b.yaml");
+        assert_eq!(join("specs/a.yaml", "/etc/b.yaml"), "/etc/b.yaml");
+        // Above the checked file's directory the `..` stays: the path is the user's.
+        assert_eq!(join("a.yaml", "../b.yaml"), "../b.yaml");
+        assert_eq!(join("../x/a.yaml", "../b.yaml"), "../b.yaml");
+    }
+}
