@@ -125,8 +125,10 @@ impl FileReport {
             let line = crate::diagnostic::LineIndex::new(text)
                 .line_col(text, at.offset)
                 .0;
+            // The name the using file gives it (the region holds the whole instance path).
+            let local = instance.rsplit('.').next().unwrap_or(instance);
             out.push_str(&format!(
-                ", used as `{instance}` by `{}:{line}`",
+                ", used as `{local}` by `{}:{line}`",
                 self.files.path(parent, &self.path)
             ));
         }

@@ -664,3 +664,54 @@ fn a_composite_cannot_also_have_paths_nor_pass_an_input_straight_through() {
     );
     assert_eq!(check_system(&ok, "a.yaml").exit_code(), 0);
 }
+
+#[test]
+fn render_draws_each_instance_as_a_cluster() {
+    let o = blazes(&["render", "specs/system/poor.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let dot = stdout(&o);
+    for instance in ["EuAds", "UsAds", "Reports", "Front"] {
+        assert!(
+            dot.contains(&format!("subgraph \"cluster_{instance}\" {{")),
+            "{dot}"
+        );
+    }
+    // The control: the flat ad network has no instance, so no cluster.
+    let flat = stdout(&blazes(&["render", "specs/ad-poor.yaml"]));
+    assert!(!flat.contains("cluster_"), "{flat}");
+}
+
+#[test]
+fn nested_instances_nest_their_clusters() {
+    let mut files = regions();
+    files.insert(
+        "s/top.yaml".into(),
+        "sources:\n  clicks: {}\ncomponents:\n  World: { use: system.yaml }\nstreams:\n  - { from: clicks, to: World.clicks }\n".into(),
+    );
+    let r = check_system(&files, "s/top.yaml");
+    let Outcome::Analysed(a) = &r.outcome else {
+        panic!("valid: {:?}", r.diagnostics())
+    };
+    let names: Vec<&str> = a
+        .dataflow
+        .components
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(names, ["World.Eu.Join", "World.Us.Join"]);
+    let d = a.diagnostics.iter().find(|d| d.code.id == "C001").unwrap();
+    assert_eq!(
+        r.used_from(d.primary.as_ref().unwrap().span).as_deref(),
+        Some(
+            "in `s/services/billing.yaml`, used as `Eu` by `s/system.yaml:4`, used as `World` by `s/top.yaml:4`"
+        )
+    );
+    let dot = blazes::render::to_dot(&a.dataflow, &a.analysis, &[]);
+    let world = dot
+        .find("subgraph \"cluster_World\"")
+        .expect("the outer cluster");
+    let eu = dot
+        .find("subgraph \"cluster_World.Eu\"")
+        .expect("the inner cluster");
+    assert!(world < eu);
+}
