@@ -715,3 +715,51 @@ fn nested_instances_nest_their_clusters() {
         .expect("the inner cluster");
     assert!(world < eu);
 }
+
+#[test]
+fn the_streams_an_expansion_makes_are_held_to_max_streams() {
+    // Five levels of a file using the next twice: 32 copies of a module of three streams.
+    let mut files: BTreeMap<String, String> = (0..5)
+        .map(|i| {
+            (
+                format!("l{i}.yaml"),
+                format!(
+                    "components:\n  L: {{ use: l{n}.yaml }}\n  R: {{ use: l{n}.yaml }}\n",
+                    n = i + 1
+                ),
+            )
+        })
+        .collect();
+    files.insert(
+        "l5.yaml".into(),
+        "components:\n  C:\n    paths: [{ from: i, to: o, label: CR }, { from: j, to: p, label: CR }]\nstreams:\n  - { from: C.o, to: C.i }\n  - { from: C.o, to: C.j }\n  - { from: C.p, to: C.i }\n".into(),
+    );
+    let limited = |n: usize| {
+        let options = check::Options {
+            limits: blazes::spec::Limits {
+                max_streams: n,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut loader = files.clone();
+        check::check_composed(
+            "l0.yaml",
+            files["l0.yaml"].clone().into_bytes(),
+            &options,
+            &mut loader,
+        )
+    };
+    let r = limited(50);
+    assert_eq!(r.exit_code(), 2);
+    let d = &r.diagnostics()[0];
+    assert_eq!(d.code.id, "S011");
+    assert_eq!(
+        d.message,
+        "the composed spec expands to more than 50 streams"
+    );
+    assert_eq!(r.locate(d.primary.as_ref().unwrap().span).0, "l5.yaml");
+    // The control: 96 streams are within a limit of 100.
+    let r = limited(100);
+    assert_ne!(r.exit_code(), 2, "{:?}", r.diagnostics());
+}

@@ -101,6 +101,8 @@ struct Expander<'a> {
     diags: Vec<Diagnostic>,
     next_base: usize,
     streams: usize,
+    /// `--max-streams` was passed (and reported): the expansion stops.
+    streams_over: bool,
     /// The root file's path.
     root: String,
 }
@@ -132,6 +134,7 @@ pub fn expand(
         // One past the end: a span at the end of a file stays in it.
         next_base: text.len() + 1,
         streams: 0,
+        streams_over: false,
         root: path.to_string(),
     };
     let mut stack = vec![path.to_string()];
@@ -373,6 +376,9 @@ impl Expander<'_> {
         };
         let mut modules: BTreeMap<String, Module> = BTreeMap::new();
         for mut c in components {
+            if self.over() {
+                break;
+            }
             let Some(composite) = c.composite.take() else {
                 out.components.push(c);
                 continue;
@@ -410,7 +416,7 @@ impl Expander<'_> {
             self.connect(s, &modules, &mut out);
         }
         for (name, m) in modules {
-            m.unconnected(&name, &mut out, &mut self.streams);
+            m.unconnected(&name, &mut out, self);
         }
         out
     }
@@ -453,8 +459,13 @@ impl Expander<'_> {
             out.components.push(ic);
         }
         for s in inner.streams {
+            // What `count_stream` counts is the streams the expansion holds: one behind an
+            // interface is replaced by the joins `connect` or `unconnected` count.
             let from_source = s.from.component().is_none() && sources.contains(s.from.name());
             let to_sink = s.to.component().is_none() && sinks.contains(s.to.name());
+            if from_source || to_sink {
+                self.streams = self.streams.saturating_sub(1);
+            }
             match (from_source, to_sink) {
                 (true, true) => {
                     let d = Diagnostic::new(
@@ -490,6 +501,7 @@ impl Expander<'_> {
                             span: s.span,
                         })
                 }
+                // Counted when the module's flattening made it: it only moves up.
                 (false, false) => out.streams.push(StreamDecl {
                     from: prefixed(&s.from, x),
                     to: prefixed(&s.to, x),
@@ -543,20 +555,7 @@ impl Expander<'_> {
         };
         for (f, inner_seal) in &from {
             for t in &to {
-                self.streams += 1;
-                if self.streams > self.limits.max_streams {
-                    if self.streams == self.limits.max_streams + 1 {
-                        let d = Limit::Streams
-                            .exceeded(
-                                Input::Spec,
-                                format!(
-                                    "the composed spec expands to more than {} streams",
-                                    self.limits.max_streams
-                                ),
-                            )
-                            .at(s.span, "expands past the limit");
-                        self.diags.push(d);
-                    }
+                if !self.count_stream(s.span) {
                     return;
                 }
                 // The producer declares a seal: an inner producer's stream says it, an outer one's
@@ -569,6 +568,31 @@ impl Expander<'_> {
                 });
             }
         }
+    }
+
+    /// Counts one more stream of the expansion, made at `at`; whether it is within
+    /// `--max-streams` (past it, reported once, and the expansion stops: an instance's copies
+    /// of its file's streams multiply with its uses).
+    fn count_stream(&mut self, at: Span) -> bool {
+        self.streams += 1;
+        if self.streams > self.limits.max_streams && !self.streams_over {
+            self.streams_over = true;
+            let d = Limit::Streams
+                .exceeded(
+                    Input::Spec,
+                    format!(
+                        "the composed spec expands to more than {} streams",
+                        self.limits.max_streams
+                    ),
+                )
+                .at(at, "expands past the limit");
+            self.diags.push(d);
+        }
+        !self.streams_over
+    }
+
+    fn over(&self) -> bool {
+        self.streams_over
     }
 
     fn no_interface(&mut self, e: &Endpoint, c: &str, m: &Module, dir: &str) {
@@ -620,7 +644,7 @@ struct Module {
 impl Module {
     /// The module's own sources and sinks for the interfaces nothing outside connects: the
     /// module then runs as its file says there.
-    fn unconnected(self, x: &str, out: &mut Spec, streams: &mut usize) {
+    fn unconnected(self, x: &str, out: &mut Spec, expander: &mut Expander) {
         let used_in = self.used_in.into_inner();
         let used_out = self.used_out.into_inner();
         for (name, source) in self.sources {
@@ -629,7 +653,9 @@ impl Module {
             }
             let source = renamed_source(source, x);
             for i in self.inputs.get(&name).into_iter().flatten() {
-                *streams += 1;
+                if !expander.count_stream(i.span) {
+                    return;
+                }
                 out.streams.push(StreamDecl {
                     from: Endpoint::bare(&source.name.text, i.span),
                     to: i.end.clone(),
@@ -645,7 +671,9 @@ impl Module {
             }
             sink.name.text = format!("{x}.{}", sink.name.text);
             for i in self.outputs.get(&name).into_iter().flatten() {
-                *streams += 1;
+                if !expander.count_stream(i.span) {
+                    return;
+                }
                 out.streams.push(StreamDecl {
                     from: i.end.clone(),
                     to: Endpoint::bare(&sink.name.text, i.span),
