@@ -82,6 +82,7 @@ fn main() {
                 diagnostics,
                 denied: Vec::new(),
             })),
+            files: Default::default(),
         };
         (
             report,

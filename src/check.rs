@@ -4,7 +4,8 @@
 //! reads the bytes, calls [`check_bytes`], and hands the [`FileReport`] to a `report` format.
 
 use crate::analysis::{self, Analysis, FailOn};
-use crate::diagnostic::{self, Diagnostic, Severity};
+use crate::compose::{self, Files, Loader};
+use crate::diagnostic::{self, Diagnostic, Severity, Span};
 use crate::graph::{self, Dataflow};
 use crate::lint::Lints;
 use crate::spec::{self, Limits};
@@ -71,6 +72,9 @@ pub struct FileReport {
     /// The spec text (lossily decoded when it was not UTF-8), for snippets.
     pub text: String,
     pub outcome: Outcome,
+    /// The files a composed spec uses and where each span is (empty for a flat spec: every
+    /// span is in `text`). Formats locate spans through [`FileReport::locate`].
+    pub files: Files,
 }
 
 /// Exit status of a spec whose sinks all pass. The statuses are ripgrep's: 0 clean, 1
@@ -90,6 +94,45 @@ impl FileReport {
             Outcome::Analysed(a) if a.failed() => EXIT_FINDINGS,
             Outcome::Analysed(_) => EXIT_CLEAN,
         }
+    }
+
+    /// The file, its text and the span in it of a span of this report: for a composed spec, the
+    /// used file an instance's node was written in.
+    pub fn locate(&self, span: Span) -> (&str, &str, Span) {
+        if !self.files.is_composed() {
+            return (&self.path, &self.text, span);
+        }
+        let l = self.files.locate(span);
+        (
+            self.files.path(l.file, &self.path),
+            self.files.text(l.file, &self.text),
+            l.span,
+        )
+    }
+
+    /// Where a span of a used file was used from, innermost first, as the formats say it:
+    /// "in `services/billing.yaml`, used as `Billing` by `system.yaml:12`". `None` for a span of
+    /// the root file.
+    pub fn used_from(&self, span: Span) -> Option<String> {
+        if !self.files.is_composed() {
+            return None;
+        }
+        let l = self.files.locate(span);
+        let file = l.file?;
+        let mut out = format!("in `{}`", self.files.files[file].path);
+        for (instance, parent, at) in self.files.chain(l.region) {
+            let text = self.files.text(parent, &self.text);
+            let line = crate::diagnostic::LineIndex::new(text)
+                .line_col(text, at.offset)
+                .0;
+            // The name the using file gives it (the region holds the whole instance path).
+            let local = instance.rsplit('.').next().unwrap_or(instance);
+            out.push_str(&format!(
+                ", used as `{local}` by `{}:{line}`",
+                self.files.path(parent, &self.path)
+            ));
+        }
+        Some(out)
     }
 
     /// Every diagnostic of the spec (the reader's, the graph's and the analysis'), sorted by
@@ -145,18 +188,57 @@ pub fn check_bytes(path: &str, bytes: &[u8], options: &Options) -> FileReport {
 /// [`check_bytes`] on bytes the caller gives up: they become the report's text without a copy,
 /// which for a big spec is hundreds of megabytes.
 pub fn check_owned(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
-    // The reader needs a big stack, and the whole check on its thread lets the analysis reuse
-    // the memory of the spec (see `on_reader_stack`).
-    spec::yaml::on_reader_stack(&options.limits, || check_here(path, bytes, options))
+    check_composed(path, bytes, options, &mut NoFiles)
 }
 
-fn check_here(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
+/// A loader for a spec checked on its own: a `use:` in it cannot be read.
+struct NoFiles;
+
+impl Loader for NoFiles {
+    fn load(&mut self, _: &str) -> Result<Vec<u8>, String> {
+        Err("this check reads no other files".to_string())
+    }
+}
+
+/// [`check_owned`] for a spec that may use others (`use:`): `loader` reads them, by their path
+/// joined to `path`'s directory.
+pub fn check_composed(
+    path: &str,
+    bytes: Vec<u8>,
+    options: &Options,
+    loader: &mut (dyn Loader + Send),
+) -> FileReport {
+    // The reader needs a big stack, and the whole check on its thread lets the analysis reuse
+    // the memory of the spec (see `on_reader_stack`).
+    spec::yaml::on_reader_stack(&options.limits, || check_here(path, bytes, options, loader))
+}
+
+fn check_here(
+    path: &str,
+    bytes: Vec<u8>,
+    options: &Options,
+    loader: &mut (dyn Loader + Send),
+) -> FileReport {
     let (spec, mut diags, text) = spec::parse_vec(bytes, &options.limits);
+    let mut files = Files::default();
+    let spec = match spec {
+        Some(s)
+            if compose::is_composed(&s) && !diags.iter().any(|d| d.severity == Severity::Error) =>
+        {
+            let x = compose::expand(path, &text, s, loader, &options.limits);
+            files = x.files;
+            diags.extend(x.diagnostics);
+            x.spec
+        }
+        s => s,
+    };
     let Some(mut spec) = spec else {
+        diagnostic::sort(&mut diags);
         return FileReport {
             path: path.to_string(),
             text,
             outcome: Outcome::Invalid(diags),
+            files,
         };
     };
     let lints = std::mem::take(&mut spec.lint).then(&options.lints);
@@ -169,6 +251,7 @@ fn check_here(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
             path: path.to_string(),
             text,
             outcome: Outcome::Invalid(diags),
+            files,
         };
     }
     let mut analysis = analysis::analyze_with(&mut dataflow, options.fail_on, options.chain_notes);
@@ -190,5 +273,6 @@ fn check_here(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
             diagnostics: diags,
             denied,
         })),
+        files,
     }
 }

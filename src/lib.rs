@@ -51,6 +51,7 @@ pub mod check;
 #[doc(hidden)]
 pub mod cli;
 pub mod codes;
+pub mod compose;
 pub mod diagnostic;
 #[doc(hidden)]
 pub mod fuzzing;

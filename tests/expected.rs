@@ -65,6 +65,12 @@ fn is_name(s: &str) -> bool {
             .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
 }
 
+/// A component or source: a name, or in a composed spec the path of instances to it
+/// (`Reports.Report`, `docs/compose.md`).
+fn is_node(s: &str) -> bool {
+    s.split('.').all(is_name)
+}
+
 /// `[a,b]`, or `[]` for the empty key (a bounded stream's seal).
 fn is_key(s: &str) -> bool {
     s.strip_prefix('[')
@@ -127,7 +133,7 @@ fn parse(text: &str) -> Result<Expected, String> {
     for p in &points {
         check_item(p, "points", |p| {
             p.split_once(':').is_some_and(|(c, k)| {
-                is_name(c)
+                is_node(c)
                     && matches!(
                         k,
                         "unordered-write" | "transient-write" | "unprotected-read"
@@ -139,8 +145,8 @@ fn parse(text: &str) -> Result<Expected, String> {
     for b in &barriers {
         check_item(b, "barriers", |b| {
             b.split_once('[').is_some_and(|(ci, k)| {
-                ci.split_once('.')
-                    .is_some_and(|(c, i)| is_name(c) && is_name(i))
+                ci.rsplit_once('.')
+                    .is_some_and(|(c, i)| is_node(c) && is_name(i))
                     && is_key(&format!("[{k}"))
             })
         })?;
@@ -161,8 +167,8 @@ fn parse(text: &str) -> Result<Expected, String> {
                 check_item(m, "plan", |m| match m.split_once(':') {
                     Some(("add-seal" | "keyed-order", t)) => t
                         .split_once('[')
-                        .is_some_and(|(n, k)| is_name(n) && is_key(&format!("[{k}"))),
-                    Some(("global-order", c)) => is_name(c),
+                        .is_some_and(|(n, k)| is_node(n) && is_key(&format!("[{k}"))),
+                    Some(("global-order", c)) => is_node(c),
                     _ => false,
                 })?;
             }
@@ -310,6 +316,9 @@ fn specs() -> Vec<String> {
     // The white boxes: the classic streaming queries, the talk's KVS and pub/sub.
     v.extend(yaml_files("specs/sql"));
     v.extend(yaml_files("specs/whitebox"));
+    // A system of services in their own files (`docs/compose.md`), and each service alone.
+    v.extend(yaml_files("specs/system"));
+    v.extend(yaml_files("specs/system/services"));
     assert!(
         v.len() >= 19,
         "specs/sql and specs/whitebox hold the white-box specs"

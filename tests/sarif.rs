@@ -288,6 +288,63 @@ fn multitool_or_skip() -> Option<std::path::PathBuf> {
     tool
 }
 
+/// A composed spec's log (findings in used files, `artifactLocation` of each) passes the
+/// validator as the flat specs' do.
+#[test]
+fn microsoft_validator_accepts_a_composed_spec() {
+    let Some(tool) = multitool_or_skip() else {
+        return;
+    };
+    let (v, text, _) = sarif(&["specs/system/poor.yaml", "specs/system/sealed.yaml"]);
+    let uris: Vec<&str> = v["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].as_str())
+        .collect();
+    assert!(
+        uris.contains(&"specs/system/services/report.yaml"),
+        "{uris:?}"
+    );
+    validate(&tool, &text, "validate-composed");
+}
+
+/// Runs the validator on `text`; fails on any error or warning it reports.
+fn validate(tool: &std::path::Path, text: &str, dir: &str) {
+    let d = temp_dir(dir);
+    let input = d.join("in.sarif");
+    let output = d.join("out.sarif");
+    std::fs::write(&input, text).unwrap();
+    let o = Command::new(tool)
+        .args(["validate", "-o"])
+        .arg(&output)
+        .arg(&input)
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "validator failed: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let report: Value = serde_json::from_slice(&std::fs::read(&output).unwrap()).unwrap();
+    let problems: Vec<String> = report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["results"].as_array().cloned().unwrap_or_default())
+        .filter(|r| matches!(r["level"].as_str(), Some("error") | Some("warning") | None))
+        .map(|r| format!("{}: {}", r["ruleId"], r["message"]))
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "validator findings:\n{}",
+        problems.join("\n")
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn microsoft_validator_reports_no_error_or_warning() {
     let Some(tool) = multitool_or_skip() else {

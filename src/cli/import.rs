@@ -23,6 +23,7 @@ fn invalid_report(path: String, text: String, mut diags: Vec<Diagnostic>) -> Fil
         path,
         text,
         outcome: Outcome::Invalid(diags),
+        files: Default::default(),
     }
 }
 

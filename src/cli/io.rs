@@ -68,6 +68,23 @@ pub(crate) fn read_spec(
     }
 }
 
+/// Reads the files a composed spec uses, bounded by the size limit like the spec itself.
+pub(crate) struct DiskLoader<'l> {
+    pub(crate) limits: &'l crate::spec::Limits,
+}
+
+impl crate::compose::Loader for DiskLoader<'_> {
+    fn load(&mut self, path: &str) -> Result<Vec<u8>, String> {
+        // `-` is standard input to `read_spec`; a `use:` names files only.
+        if is_stdin(Path::new(path)) {
+            return Err("`-` names standard input, not a file".to_string());
+        }
+        read_spec(Path::new(path), self.limits)
+            .map(|(_, bytes)| bytes)
+            .map_err(|(_, reason)| reason)
+    }
+}
+
 /// Checks every spec; unreadable files become invalid reports so the others still run.
 pub(crate) fn check_files(specs: &[PathBuf], options: &Options) -> Vec<FileReport> {
     specs.iter().map(|p| check_file(p, options)).collect()
@@ -76,7 +93,14 @@ pub(crate) fn check_files(specs: &[PathBuf], options: &Options) -> Vec<FileRepor
 /// Checks one spec; an unreadable file is an invalid report.
 pub(crate) fn check_file(spec: &Path, options: &Options) -> FileReport {
     match read_spec(spec, &options.limits) {
-        Ok((shown, bytes)) => check::check_owned(&shown, bytes, options),
+        Ok((shown, bytes)) => check::check_composed(
+            &shown,
+            bytes,
+            options,
+            &mut DiskLoader {
+                limits: &options.limits,
+            },
+        ),
         Err((shown, reason)) => FileReport {
             path: shown.clone(),
             text: String::new(),
@@ -87,6 +111,8 @@ pub(crate) fn check_file(spec: &Path, options: &Options) -> FileReport {
                 )
                 .at(Span::new(0, 0), ""),
             ]),
+
+            files: Default::default(),
         },
     }
 }

@@ -152,6 +152,19 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
                         status: AppliedStatus::Skipped,
                         message: Some(message),
                     }
+                } else if report.files.is_composed() {
+                    // A mechanism of an instance belongs in the file it was used from; the
+                    // splice edits one text, and writing the flattened names into the checked
+                    // file would name components it does not have.
+                    let message = format!(
+                        "nothing written to `{output}`: `--apply` does not yet write plans into composed specs (`use:`/`dataflow:`); add the mechanisms above by hand, in the file of each component (docs/compose.md)"
+                    );
+                    eprintln!("error: {message}");
+                    Applied {
+                        output,
+                        status: AppliedStatus::Failed,
+                        message: Some(message),
+                    }
                 } else if plan.status == Status::Unrepairable {
                     let message =
                         format!("nothing written to `{output}`: the plan cannot repair this spec");

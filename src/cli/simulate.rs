@@ -183,8 +183,13 @@ fn human(files: &[(FileReport, Option<Simulation>)], o: &simulate::Options) -> S
                 r.observed.as_str()
             ));
             let span = a.dataflow.sinks[s].span;
-            let (line, col) = index.line_col(&report.text, span.offset);
-            out.push_str(&format!("  --> {}:{line}:{col}\n", report.path));
+            let (path, text, local) = report.locate(span);
+            let (line, col) = if report.files.is_composed() {
+                crate::diagnostic::LineIndex::new(text).line_col(text, local.offset)
+            } else {
+                index.line_col(text, local.offset)
+            };
+            out.push_str(&format!("  --> {path}:{line}:{col}\n"));
             if let Some(w) = &r.witness {
                 human_witness(w, &r.name, &mut out);
             }

@@ -268,6 +268,7 @@ pub fn check_imported(
                 path: path.to_string(),
                 text: String::from_utf8_lossy(&bytes).into_owned(),
                 outcome: Outcome::Invalid(diags),
+                files: Default::default(),
             };
         }
     };
@@ -280,6 +281,7 @@ pub fn check_imported(
                 path: path.to_string(),
                 text,
                 outcome: Outcome::Invalid(diags),
+                files: Default::default(),
             };
         }
     };

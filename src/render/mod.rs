@@ -358,17 +358,17 @@ impl Drawing<'_> {
     /// component is marked as such.
     fn components(&mut self, orders: &BTreeMap<CompId, Option<Vec<String>>>, planned: bool) {
         let (df, an) = (self.df, self.an);
+        let mut nodes = Vec::with_capacity(df.components.len());
         for ci in 0..df.components.len() {
             let cid = CompId(ci as u32);
             let pts: Vec<&PointOfOrder> = an.points.iter().filter(|p| p.component == cid).collect();
-            self.stmts.push(component_node(
-                df,
-                an,
-                cid,
-                &pts,
-                planned && orders.contains_key(&cid),
-            ));
+            let node = component_node(df, an, cid, &pts, planned && orders.contains_key(&cid));
+            // An expanded composite's components are named by their instance path
+            // (`Eu.Billing.Join`, docs/compose.md); a flat spec's names have no dot.
+            let path: Vec<&str> = df.components[ci].name.split('.').collect();
+            nodes.push((path[..path.len() - 1].to_vec(), node));
         }
+        self.stmts.extend(clusters(nodes, 0));
     }
 
     /// Mechanisms in front of components, and where each input's streams enter the drawing
@@ -586,6 +586,43 @@ impl Drawing<'_> {
             }
         }
     }
+}
+
+/// A component's node with the instance path it is drawn in.
+type Placed<'a> = (Vec<&'a str>, Stmt);
+
+/// Component nodes, each with its instance path, drawn inside one `cluster_` subgraph per
+/// instance (nested as the instances are), in the order each instance first appears: a flat
+/// spec's nodes (no instance) come out as they are.
+fn clusters(nodes: Vec<Placed>, depth: usize) -> Vec<Stmt> {
+    let mut out = Vec::new();
+    let mut groups: Vec<(Vec<&str>, Vec<Placed>)> = Vec::new();
+    for (path, node) in nodes {
+        if path.len() == depth {
+            out.push(node);
+            continue;
+        }
+        let key = path[..=depth].to_vec();
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, g)) => g.push((path, node)),
+            None => groups.push((key, vec![(path, node)])),
+        }
+    }
+    for (key, members) in groups {
+        let name = key.join(".");
+        let mut stmts = vec![Stmt::GAttribute(GraphAttributes::Graph(vec![
+            attr("label", &name),
+            attr("fontsize", "10"),
+            attr("color", GREY),
+            attr("style", "rounded,dashed"),
+        ]))];
+        stmts.extend(clusters(members, depth + 1));
+        out.push(Stmt::Subgraph(Subgraph {
+            id: quoted(&format!("cluster_{name}")),
+            stmts,
+        }));
+    }
+    out
 }
 
 /// The statements as DOT text, ending with a newline.

@@ -63,13 +63,18 @@ fn command(
     witnesses: Option<&Witnesses>,
 ) -> String {
     let r = &reports[f.file];
-    let (path, text) = (r.path.as_str(), r.text.as_str());
+    let path = r.path.as_str();
     let d = grouped::diagnostic(reports, f);
     let kind = vocabulary::github_command(d.severity);
     let mut props = Vec::new();
+    let places = super::located::Places::new(r);
+    // A composed spec's finding in a used file is annotated on that file.
+    let primary = d.primary.as_ref().map(|p| places.place(p.span));
+    let path = primary.as_ref().map_or(path, |p| p.path);
     if path != "<stdin>" {
         props.push(format!("file={}", escape_property(&file_property(path))));
-        if let Some(p) = &d.primary {
+        if let Some(p) = &primary {
+            let (text, index) = (p.text, p.index.unwrap_or(index));
             let (line, col) = index.line_col(text, p.span.offset);
             let (end_line, end_col) = index.line_col(text, p.span.end());
             props.push(format!("line={line}"));
@@ -87,7 +92,14 @@ fn command(
         escape_property(&format!("{} {}", d.code.id, d.code.name))
     ));
     let mut msg = d.message.clone();
-    let at = |span: crate::diagnostic::Span| index.line_col(text, span.offset);
+    let at = |span: crate::diagnostic::Span| {
+        let p = places.place(span);
+        let (line, col) = p.index.unwrap_or(index).line_col(p.text, p.span.offset);
+        (line, col)
+    };
+    if let Some(u) = d.primary.as_ref().and_then(|p| r.used_from(p.span)) {
+        msg.push_str(&format!("\n  {u}"));
+    }
     match (&r.outcome, &f.kind) {
         (Outcome::Analysed(a), Kind::Point { .. } | Kind::Sink { .. }) => {
             let (df, an) = (&a.dataflow, &a.analysis);

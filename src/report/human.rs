@@ -223,6 +223,55 @@ pub fn render_diagnostic_indexed(
     out
 }
 
+/// A diagnostic of a composed spec, drawn in the file its primary span is in: its notes in
+/// that file are drawn with it, a note in another file is a line `at [file:line:col]`, and the
+/// chain of uses ends it.
+fn render_composed(
+    r: &FileReport,
+    places: &super::located::Places,
+    d: &Diagnostic,
+    root: &LineIndex,
+    style: Style,
+) -> String {
+    let Some(primary) = &d.primary else {
+        return render_diagnostic_indexed(d, &r.path, &r.text, root, style);
+    };
+    let home = places.place(primary.span);
+    let mut local = d.clone();
+    let mut elsewhere = Vec::new();
+    if let Some(p) = &mut local.primary {
+        p.span = home.span;
+    }
+    local.related.clear();
+    for n in &d.related {
+        let at = places.place(n.span);
+        if at.path == home.path && std::ptr::eq(at.text, home.text) {
+            local.related.push(crate::diagnostic::Note {
+                span: at.span,
+                text: n.text.clone(),
+            });
+        } else {
+            let (line, col) = at.index.unwrap_or(root).line_col(at.text, at.span.offset);
+            let what = if n.text.is_empty() { "here" } else { &n.text };
+            elsewhere.push(format!("   at [{}:{line}:{col}]: {what}\n", at.path));
+        }
+    }
+    let mut out = render_diagnostic_indexed(
+        &local,
+        home.path,
+        home.text,
+        home.index.unwrap_or(root),
+        style,
+    );
+    for e in elsewhere {
+        out.push_str(&e);
+    }
+    if let Some(u) = r.used_from(primary.span) {
+        out.push_str(&format!("   {u}\n"));
+    }
+    out
+}
+
 /// The one-line summary of a file.
 pub fn summary(r: &FileReport) -> String {
     match &r.outcome {
@@ -309,10 +358,15 @@ pub fn render_with(reports: &[FileReport], style: Style, witnesses: Option<&Witn
             (Outcome::Analysed(a), Some(_)) => witness::c004_sinks(a),
             _ => Vec::new(),
         };
+        let places = super::located::Places::new(r);
         for (i, d) in r.diagnostics().iter().enumerate() {
-            out.push_str(&render_diagnostic_indexed(
-                d, &r.path, &r.text, &index, style,
-            ));
+            if r.files.is_composed() {
+                out.push_str(&render_composed(r, &places, d, &index, style));
+            } else {
+                out.push_str(&render_diagnostic_indexed(
+                    d, &r.path, &r.text, &index, style,
+                ));
+            }
             if let (Some(w), Some(Some(sink))) = (witnesses, sinks.get(i)) {
                 out.push_str(&witness_block(w, file, *sink));
             }

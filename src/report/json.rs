@@ -83,12 +83,20 @@ impl<T: Serialize> Serialize for Seq<'_, T> {
 struct Diag<'a> {
     code: &'static str,
     column: usize,
+    /// The used file the diagnostic is in, for a composed spec (`line` and `column` are in it);
+    /// absent when it is in the checked file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     help: Option<&'a str>,
     line: usize,
     message: &'a str,
     name: &'static str,
     severity: &'static str,
+    /// How the used file `file` came into the checked one: "in `services/billing.yaml`, used as
+    /// `Billing` by `system.yaml:12`".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    used_from: Option<String>,
     /// `--witness` only, on a C004: the sink's witness, or `null` when none was found.
     #[serde(skip_serializing_if = "Option::is_none")]
     witness: Option<Option<WitnessOut<'a>>>,
@@ -155,6 +163,9 @@ struct Point<'a> {
     code: &'static str,
     column: usize,
     component: &'a str,
+    /// The used file the path is written in, for a composed spec (as a diagnostic's `file`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<&'a str>,
     from: &'a str,
     gate: Vec<String>,
     input_label: &'static str,
@@ -174,19 +185,29 @@ struct Barrier<'a> {
 /// The diagnostics; `witnesses[i]` is what `--witness` attaches to the `i`th (nothing when it
 /// is `None` or the list is shorter).
 fn diagnostics<'a>(
+    r: &'a FileReport,
     diags: &'a [Diagnostic],
     text: &'a str,
     index: Rc<LineIndex>,
     witnesses: Vec<Option<Option<&'a Witness>>>,
 ) -> Seq<'a, Diag<'a>> {
+    let places = super::located::Places::new(r);
+    let composed = r.files.is_composed();
     Seq::new(diags.iter().enumerate().map(move |(i, d)| {
-        let (line, column) = d
-            .primary
-            .as_ref()
-            .map_or((1, 1), |p| index.line_col(text, p.span.offset));
+        let (line, column) = match &d.primary {
+            None => (1, 1),
+            Some(p) if composed => places.line_col(p.span, &index),
+            Some(p) => index.line_col(text, p.span.offset),
+        };
+        let span = d.primary.as_ref().map(|p| p.span).filter(|_| composed);
+        let file = span
+            .map(|s| places.place(s).path)
+            .filter(|p| *p != r.path.as_str());
         Diag {
             code: d.code.id,
             column,
+            file,
+            used_from: span.and_then(|s| r.used_from(s)),
             help: d.help.as_deref(),
             line,
             message: &d.message,
@@ -208,7 +229,7 @@ fn file<'a>(r: &'a FileReport, at: usize, witnesses: Option<&'a Witnesses>) -> F
         Outcome::Invalid(diags) => File {
             denied: &[],
             components: Seq::empty(),
-            diagnostics: diagnostics(diags, text, index, Vec::new()),
+            diagnostics: diagnostics(r, diags, text, index, Vec::new()),
             name: None,
             path: &r.path,
             points_of_order: Seq::empty(),
@@ -231,9 +252,11 @@ fn file<'a>(r: &'a FileReport, at: usize, witnesses: Option<&'a Witnesses>) -> F
                 None => Vec::new(),
             };
             let idx = index.clone();
+            let places = super::located::Places::new(r);
             File {
                 denied: &a.denied,
                 components: Seq::new(df.components.iter().map(move |c| {
+                    let places = &places;
                     ComponentOut {
                         name: &c.name,
                         paths: c
@@ -243,7 +266,7 @@ fn file<'a>(r: &'a FileReport, at: usize, witnesses: Option<&'a Witnesses>) -> F
                                 annotation: p.annotation.as_str(),
                                 from: &df.iface(p.input).name,
                                 gate: p.gate.map(|g| g.names(&df.keys)),
-                                line: idx.line_col(text, p.label_span.offset).0,
+                                line: places.line_col(p.label_span, &idx).0,
                                 origin: p.note.as_ref().map_or("declared", |n| n.origin.as_str()),
                                 reason: p.note.as_ref().map(|n| n.reason.as_str()),
                                 to: &df.iface(p.output).name,
@@ -251,7 +274,7 @@ fn file<'a>(r: &'a FileReport, at: usize, witnesses: Option<&'a Witnesses>) -> F
                             .collect(),
                     }
                 })),
-                diagnostics: diagnostics(&a.diagnostics, text, index.clone(), attached),
+                diagnostics: diagnostics(r, &a.diagnostics, text, index.clone(), attached),
                 simulation: sim.map(|(w, s)| SimulationOut {
                     exhaustive: s.exhaustive,
                     inconclusive: s.inconclusive,
@@ -262,22 +285,33 @@ fn file<'a>(r: &'a FileReport, at: usize, witnesses: Option<&'a Witnesses>) -> F
                 }),
                 name: Some(&df.name),
                 path: &r.path,
-                points_of_order: Seq::new(an.points.iter().map(move |p| {
-                    let c = df.component(p.component);
-                    let path = &c.paths[p.path];
-                    let (line, column) = index.line_col(text, path.label_span.offset);
-                    let code = point_code(c, path, p.kind, p.input_label, &df.keys);
-                    Point {
-                        code: code.id,
-                        annotation: path.annotation.as_str(),
-                        column,
-                        component: &c.name,
-                        from: &df.iface(path.input).name,
-                        gate: path.gate.map_or_else(Vec::new, |g| g.names(&df.keys)),
-                        input_label: p.input_label.kind(),
-                        kind: code.name,
-                        line,
-                        to: &df.iface(path.output).name,
+                points_of_order: Seq::new(an.points.iter().map({
+                    let places = super::located::Places::new(r);
+                    move |p| {
+                        let c = df.component(p.component);
+                        let path = &c.paths[p.path];
+                        let (line, column, file) = if r.files.is_composed() {
+                            let (line, column) = places.line_col(path.label_span, &index);
+                            let file = places.place(path.label_span).path;
+                            (line, column, Some(file).filter(|f| *f != r.path.as_str()))
+                        } else {
+                            let (line, column) = index.line_col(text, path.label_span.offset);
+                            (line, column, None)
+                        };
+                        let code = point_code(c, path, p.kind, p.input_label, &df.keys);
+                        Point {
+                            code: code.id,
+                            annotation: path.annotation.as_str(),
+                            column,
+                            component: &c.name,
+                            file,
+                            from: &df.iface(path.input).name,
+                            gate: path.gate.map_or_else(Vec::new, |g| g.names(&df.keys)),
+                            input_label: p.input_label.kind(),
+                            kind: code.name,
+                            line,
+                            to: &df.iface(path.output).name,
+                        }
                     }
                 })),
                 seal_barriers: Seq::new(an.barriers.iter().map(move |b| Barrier {

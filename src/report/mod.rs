@@ -8,6 +8,7 @@ pub mod github;
 pub mod grouped;
 pub mod human;
 pub mod json;
+pub mod located;
 pub mod plan_human;
 pub mod plan_json;
 pub mod plan_prose;

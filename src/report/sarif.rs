@@ -134,6 +134,7 @@ pub fn write_with(
                 keep: &keep,
                 fingerprints: &fingerprints,
                 witnesses,
+                cwd,
             },
             tool: Tool::builder().driver(driver).build(),
         }],
@@ -259,12 +260,14 @@ struct Results<'a> {
     keep: &'a [bool],
     fingerprints: &'a [String],
     witnesses: Option<&'a Witnesses>,
+    cwd: Option<&'a std::path::Path>,
 }
 
 impl Serialize for Results<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         // The line index of the file being written; files come one after the other.
         let mut index: Option<(usize, LineIndex)> = None;
+        let mut places: Option<(usize, super::located::Places)> = None;
         s.collect_seq(
             self.findings
                 .iter()
@@ -276,10 +279,16 @@ impl Serialize for Results<'_> {
                         index = Some((f.file, LineIndex::new(&self.reports[f.file].text)));
                     }
                     let (_, index) = index.as_ref().expect("set above");
+                    if places.as_ref().is_none_or(|(file, _)| *file != f.file) {
+                        places = Some((f.file, super::located::Places::new(&self.reports[f.file])));
+                    }
+                    let (_, places) = places.as_ref().expect("set above");
                     let at = At {
                         text: &self.reports[f.file].text,
                         index,
                         uri: &self.uris[f.file],
+                        places,
+                        cwd: self.cwd,
                     };
                     result(self.reports, f, &at, fp, self.witnesses)
                 }),
@@ -292,14 +301,25 @@ struct At<'a, 'i> {
     text: &'a str,
     index: &'i LineIndex,
     uri: &'a Option<(String, bool)>,
+    /// A composed spec's used files: a span in one is located in it.
+    places: &'i super::located::Places<'a>,
+    cwd: Option<&'a std::path::Path>,
 }
 
 impl<'a> At<'a, '_> {
     /// A location at `span`; `context` adds the snippet and the lines around it, which the
     /// primary location carries so that viewers without the repository can show it.
     fn location(&self, span: Span, context: bool) -> Option<Physical<'a>> {
-        let (u, relative) = self.uri.as_ref()?;
-        let (text, index) = (self.text, self.index);
+        let place = self.places.place(span);
+        let used_uri;
+        let (uri, text, index, span) = match place.index {
+            Some(i) => {
+                used_uri = artifact_uri(place.path, self.cwd);
+                (&used_uri, place.text, i, place.span)
+            }
+            None => (self.uri, self.text, self.index, span),
+        };
+        let (u, relative) = uri.as_ref()?;
         let (sl, sc) = line_col_utf16(text, index, span.offset);
         let (el, ec) = line_col_utf16(text, index, span.end());
         let snippet = text
@@ -482,6 +502,14 @@ fn result<'a>(
                 });
             }
         }
+    }
+    if let Some(u) = d
+        .primary
+        .as_ref()
+        .and_then(|p| reports[f.file].used_from(p.span))
+    {
+        text.push(' ');
+        text.push_str(&plain(&sentence(&u)));
     }
     if let Some(h) = &d.help {
         text.push_str("\nHelp: ");

@@ -5,8 +5,8 @@
 use super::validator::Validator;
 use super::yaml::{Node, Value};
 use super::{
-    ComponentDecl, Endpoint, GateDecl, KeyList, Name, OrderDecl, Partitions, PathDecl, PathNote,
-    SinkDecl, SourceDecl, StreamDecl, did_you_mean,
+    ComponentDecl, Composite, Endpoint, GateDecl, KeyList, Name, OrderDecl, Partitions, PathDecl,
+    PathNote, SinkDecl, SourceDecl, StreamDecl, did_you_mean,
 };
 use crate::codes;
 use crate::diagnostic::{Diagnostic, Span};
@@ -186,9 +186,12 @@ impl Validator<'_> {
                 ("partition_by", "partition_by"),
                 ("sql", "sql"),
                 ("bloom", "bloom"),
+                ("use", "use"),
+                ("dataflow", "dataflow"),
             ],
             &what,
         );
+        let composite = self.composite(&f, &what, node);
         let mut incomplete = false;
         let mut paths = Vec::new();
         let logic = f
@@ -205,7 +208,7 @@ impl Validator<'_> {
             );
         }
         match f.get("paths") {
-            None if logic.is_some() => {}
+            None if logic.is_some() || composite.is_some() => {}
             None if f.was_suggested("paths") => incomplete = true,
             None => {
                 let d = Diagnostic::new(&codes::MISSING_FIELD, format!("{what} has no `paths`"))
@@ -416,7 +419,77 @@ impl Validator<'_> {
             }),
             body: node.span,
             incomplete,
+            composite: composite.map(Box::new),
         })
+    }
+
+    /// A component's `use:` or `dataflow:`, which make it a composite: its own paths, program
+    /// and partitions would contradict the dataflow it is (the expansion applies `replicas:` and
+    /// `order:` to everything inside).
+    fn composite(
+        &mut self,
+        f: &super::validator::Fields,
+        what: &str,
+        node: &Node,
+    ) -> Option<Composite> {
+        let (key, value) = match (f.get("use"), f.get("dataflow")) {
+            (None, None) => return None,
+            (Some(u), Some(_)) => {
+                let at = f.key("dataflow").map_or(node.span, |k| k.span);
+                self.error(
+                    &codes::INVALID_VALUE,
+                    at,
+                    format!("{what} gives both `use` and `dataflow`; a composite has one dataflow"),
+                    "second dataflow",
+                );
+                ("use", u)
+            }
+            (Some(u), None) => ("use", u),
+            (None, Some(d)) => ("dataflow", d),
+        };
+        for other in ["paths", "sql", "bloom", "partitions", "partition_by"] {
+            if let Some(k) = f.key(other) {
+                let d = Diagnostic::new(
+                    &codes::INVALID_VALUE,
+                    format!("{what} is a composite (`{key}`), so it cannot have `{other}`"),
+                )
+                .at(k.span, "not for a composite")
+                .help(format!(
+                    "a composite's paths are those of its dataflow; remove `{other}`, or `{key}`"
+                ));
+                self.push(d);
+            }
+        }
+        if key == "use" {
+            return match value.as_str() {
+                Some(p) if !p.trim().is_empty() => Some(Composite::Use(Name {
+                    text: p.to_string(),
+                    span: value.span,
+                })),
+                _ => {
+                    self.wrong_type(
+                        value,
+                        "the path of a spec file (`use: services/billing.yaml`)",
+                        &format!("`use` of {what}"),
+                    );
+                    None
+                }
+            };
+        }
+        self.map(value, &format!("`dataflow` of {what}"))?;
+        let mut reader = super::reader::Reader::new(Validator {
+            text: self.text,
+            diags: Vec::new(),
+            limits: self.limits,
+            attributes: Vec::new(),
+            attribute_texts: std::collections::HashSet::new(),
+        });
+        super::replay::replay(value.clone(), &mut reader);
+        let (spec, diags) = reader.finish(value.span);
+        for d in diags {
+            self.push(d);
+        }
+        Some(Composite::Inline(spec))
     }
 
     fn path(&mut self, node: &Node, component: &str) -> Option<PathDecl> {

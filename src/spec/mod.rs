@@ -10,6 +10,8 @@
 
 mod entries;
 mod reader;
+mod replay;
+mod shift;
 mod suggest;
 mod validator;
 pub mod yaml;
@@ -127,6 +129,19 @@ pub struct ComponentDecl {
     /// Some of its paths were invalid and dropped: endpoint errors naming it are suppressed,
     /// because they would only repeat the path error.
     pub incomplete: bool,
+    /// `use: FILE` or `dataflow: {...}`: the component is itself a dataflow (it has no paths of
+    /// its own); `compose::expand` replaces it by its flattened graph.
+    pub composite: Option<Box<Composite>>,
+}
+
+/// A composite component's dataflow: where it is written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Composite {
+    /// `use: services/billing.yaml`: another spec file, relative to the using file (the name's
+    /// span is the path's value).
+    Use(Name),
+    /// `dataflow:` with `sources`/`components`/`streams`/`sinks` written in place.
+    Inline(Spec),
 }
 
 /// A component's `partitions:` and `partition_by:`.
@@ -153,6 +168,26 @@ impl Endpoint {
     pub(crate) fn internal(text: String, span: Span) -> Endpoint {
         let dot = text.find('.');
         Endpoint { text, span, dot }
+    }
+
+    /// `component.interface` for a component whose name may hold dots itself (an expanded
+    /// composite's `Eu.Billing.Join`): the interface is what follows the last dot.
+    pub(crate) fn joined(component: &str, interface: &str, span: Span) -> Endpoint {
+        Endpoint {
+            text: format!("{component}.{interface}"),
+            span,
+            dot: Some(component.len()),
+        }
+    }
+
+    /// A source or sink name that may hold dots (an unfed input of an expanded composite,
+    /// `Eu.orders`).
+    pub(crate) fn bare(name: &str, span: Span) -> Endpoint {
+        Endpoint {
+            text: name.to_string(),
+            span,
+            dot: None,
+        }
     }
 
     /// The component of `Component.interface`; `None` for a source or sink.
