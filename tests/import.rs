@@ -273,7 +273,13 @@ fn a_user_catalogue_overrides_the_built_in_one() {
     let path = "tests/fixtures/import/kafka-streams/user-code.txt";
     let without = blazes(&["check", "--from", "kafka-streams", path]);
     assert_eq!(without.status.code(), Some(1));
-    assert!(stdout(&without).contains("I001"));
+    // Without the user's entry, `dedupe` (named, alone with its store) is judged by the rule
+    // for such processors, and `KSTREAM-PROCESSOR` is user code: the point of order.
+    let imported = stdout(&blazes(&["import", "kafka-streams", path]));
+    assert!(
+        imported.contains("rule for named processors alone with their stores"),
+        "{imported}"
+    );
     let with = blazes(&[
         "import",
         "kafka-streams",
@@ -360,7 +366,15 @@ fn every_built_in_catalogue_entry_has_a_fixture_that_uses_it() {
 fn an_entry_without_a_fixture_is_reported() {
     let fixtures: Vec<String> = engine_fixtures()
         .into_iter()
-        .filter(|f| !f.ends_with("stream-table-join.txt"))
+        .filter(|f| {
+            ![
+                "stream-table-join.txt",
+                "global-table-join.txt",
+                "global-tables-ambiguous.txt",
+            ]
+            .iter()
+            .any(|x| f.ends_with(x))
+        })
         .collect();
     let missing = uncovered(&fixtures);
     assert_eq!(missing.len(), 1, "{missing:#?}");

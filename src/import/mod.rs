@@ -170,6 +170,28 @@ pub struct Imported {
     pub map: SourceMap,
     /// The importer's warnings (unknown operators, missing information), located in the file.
     pub warnings: Vec<Diagnostic>,
+    /// Why each component has its annotation, in the order of the operators.
+    pub explained: Vec<Explained>,
+}
+
+/// Why one component of an imported spec has its annotation: which catalogue entry or rule
+/// gave it, and what each of its paths, its order and its replication are, with their
+/// reasons (what `blazes import --explain` prints).
+#[derive(Clone, Debug)]
+pub struct Explained {
+    /// Its name in the spec.
+    pub component: String,
+    /// The operator's name in the file, its kind ("processor") and its class.
+    pub operator: String,
+    pub kind: &'static str,
+    pub class: String,
+    /// Where the operator is named in the file.
+    pub span: Span,
+    /// "from catalogue entry `X` (built-in ... catalogue, line N)", "from the ... rule for
+    /// ...", or that no entry matched.
+    pub by: String,
+    /// One line per path (`in -> out: OW(key) ...`), then its order and replication.
+    pub why: Vec<String>,
 }
 
 /// An invalid topology diagnostic (I003) at `span`.
@@ -192,7 +214,7 @@ pub fn import(
         Engine::Flink => flink::parse(text, limits)?,
         Engine::StormFlux => storm_flux::parse(text, limits)?,
     };
-    let entries: Vec<Option<usize>> = {
+    let mut entries: Vec<Option<usize>> = {
         let mut lookup = catalog.lookup();
         topology
             .operators
@@ -200,9 +222,16 @@ pub fn import(
             .map(|op| lookup.find(prefix(&op.class), prefix(&op.name)))
             .collect()
     };
-    if engine == Engine::KafkaStreams {
-        kafka_streams::derive_orders(&mut topology, catalog, &entries, limits)?;
-    }
+    let judged;
+    let catalog = if engine == Engine::KafkaStreams {
+        let mut with_rules = catalog.clone();
+        kafka_streams::judge(&mut topology, &mut with_rules, &mut entries);
+        judged = with_rules;
+        kafka_streams::derive_orders(&mut topology, &judged, &entries, limits)?;
+        &judged
+    } else {
+        catalog
+    };
     let name = topology.name.clone().unwrap_or_else(|| name.to_string());
     Ok(emit::emit(engine, &topology, catalog, &entries, &name))
 }

@@ -78,6 +78,10 @@ impl Entry {
             .map(|c| format!("`{c}`"))
             .or_else(|| self.names.first().map(|n| format!("name `{n}`")))
             .unwrap_or_default();
+        if pattern.is_empty() {
+            // A rule of an importer, which no pattern matches.
+            return self.origin.clone();
+        }
         format!("{pattern} ({})", self.origin)
     }
 
