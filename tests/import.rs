@@ -603,3 +603,360 @@ fn undocumented(doc: &str) -> Vec<String> {
     }
     problems
 }
+
+fn json_of(args: &[&str]) -> Value {
+    let o = blazes(args);
+    serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", stdout(&o)))
+}
+
+/// The components that are points of order, sorted.
+fn points(v: &Value) -> Vec<String> {
+    let mut p: Vec<String> = v["files"][0]["points_of_order"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["component"].as_str().unwrap().to_string())
+        .collect();
+    p.sort();
+    p
+}
+
+fn codes_of(v: &Value) -> Vec<String> {
+    v["files"][0]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+const NAMED_FILTER_MAP: &str = "tests/fixtures/import/kafka-streams/named-filter-map.txt";
+
+/// The same filter-and-map topology gives the same verdict with generated names and with the
+/// names Kafka's docs tell users to give.
+#[test]
+fn named_processors_are_judged_like_their_generated_twins() {
+    let generated = "tests/fixtures/import/kafka-streams/filter-map.txt";
+    for path in [generated, NAMED_FILTER_MAP] {
+        let o = blazes(&["check", "--from", "kafka-streams", path]);
+        assert_eq!(o.status.code(), Some(0), "{path}: {}", stdout(&o));
+        assert!(!stdout(&o).contains("I001"), "{}", stdout(&o));
+    }
+    // Negative control: a user entry by name that says one of them is order-sensitive comes
+    // before the rule, and the verdict changes; so the rule is what made it clean.
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("c.yaml");
+    std::fs::write(
+        &catalog,
+        "version: 1\nengine: kafka-streams\noperators:\n  - { name: \"Map_values*\", label: OW, gate: \"*\", reason: a test }\n",
+    )
+    .unwrap();
+    let c = catalog.to_string_lossy();
+    let o = blazes(&[
+        "check",
+        "--from",
+        "kafka-streams",
+        "--catalog",
+        &c,
+        NAMED_FILTER_MAP,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+}
+
+const BILLING: &str = "tests/fixtures/import/kafka-streams/named-billing.txt";
+
+/// A billing service whose every processor is named: the two points of order are the real
+/// ones (a sum fed by a repartition topic, a stream-table join reading the plans' store).
+#[test]
+fn a_named_app_has_only_its_real_points_of_order() {
+    let v = json_of(&[
+        "check",
+        "--from",
+        "kafka-streams",
+        "--format",
+        "json",
+        BILLING,
+    ]);
+    assert_eq!(points(&v), ["price-usage", "sum-per-customer"]);
+    assert!(!codes_of(&v).contains(&"I001".to_string()));
+    // Negative control: without the store on the join's line, nothing says it reads the
+    // table: it is stateless, and only the sum remains.
+    let text = std::fs::read_to_string(root().join(BILLING)).unwrap();
+    let without = text.replace(
+        "Processor: price-usage (stores: [plans-store])",
+        "Processor: price-usage (stores: [])",
+    );
+    assert_ne!(without, text);
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("named-billing.txt");
+    std::fs::write(&f, without).unwrap();
+    let f = f.to_string_lossy();
+    let v = json_of(&["check", "--from", "kafka-streams", "--format", "json", &f]);
+    assert_eq!(points(&v), ["sum-per-customer"]);
+}
+
+const GLOBAL_JOIN: &str = "tests/fixtures/import/kafka-streams/global-table-join.txt";
+
+/// A GlobalKTable join lists no store; it reads the global store, so its point of order's
+/// chain reaches the global table's topic (line 3).
+#[test]
+fn a_global_table_join_reads_the_global_store() {
+    let v = json_of(&[
+        "check",
+        "--from",
+        "kafka-streams",
+        "--format",
+        "json",
+        GLOBAL_JOIN,
+    ]);
+    assert_eq!(points(&v), ["KSTREAM-LEFTJOIN-0000000004"]);
+    let codes = codes_of(&v);
+    assert!(codes.contains(&"C002".to_string()), "{codes:?}");
+    assert!(!codes.contains(&"C008".to_string()), "{codes:?}");
+    // The chain, as GitHub annotations print it, starts at the customers topic.
+    let github = stdout(&blazes(&[
+        "check",
+        "--from",
+        "kafka-streams",
+        "--format",
+        "github",
+        GLOBAL_JOIN,
+    ]));
+    let c002 = github.lines().find(|l| l.contains("title=C002")).unwrap();
+    assert!(
+        c002.contains("%0A  3:49: Async from here"),
+        "the chain names the customers topic: {c002}"
+    );
+    // Negative control: without the global sub-topology there is nothing to link, and the
+    // read is of state nothing writes (C008).
+    let text = std::fs::read_to_string(root().join(GLOBAL_JOIN)).unwrap();
+    let cut = text.find("  Sub-topology: 1").unwrap();
+    let start = text.find("   Sub-topology: 0").unwrap();
+    let alone = format!("{}{}", &text[..start], &text[cut..]);
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("alone.txt");
+    std::fs::write(&f, alone).unwrap();
+    let f = f.to_string_lossy();
+    let v = json_of(&["check", "--from", "kafka-streams", "--format", "json", &f]);
+    assert!(codes_of(&v).contains(&"C008".to_string()), "{v}");
+}
+
+/// With two global stores the link is ambiguous: the join is linked to both and the warning
+/// says so; a named processor beside a global store is linked too.
+#[test]
+fn ambiguous_global_links_are_conservative_and_said() {
+    let path = "tests/fixtures/import/kafka-streams/global-tables-ambiguous.txt";
+    let spec = stdout(&blazes(&["import", "kafka-streams", path]));
+    for store in ["store-customers-store", "store-products-store"] {
+        assert!(
+            spec.contains(&format!("\"KSTREAM-JOIN-0000000007.{store}\"")),
+            "{spec}"
+        );
+    }
+    let o = blazes(&["import", "kafka-streams", path]);
+    assert!(
+        stderr(&o).contains("which one it reads is not shown"),
+        "{}",
+        stderr(&o)
+    );
+    let named = "tests/fixtures/import/kafka-streams/named-global-join.txt";
+    let v = json_of(&[
+        "check",
+        "--from",
+        "kafka-streams",
+        "--format",
+        "json",
+        named,
+    ]);
+    assert_eq!(points(&v), ["enrich-with-customer"]);
+}
+
+/// A copy of a fixture, rewritten by `f`, under the same file name in a temporary folder.
+fn rewritten(path: &str, f: impl Fn(&str) -> String) -> (tempfile::TempDir, String) {
+    let text = std::fs::read_to_string(root().join(path)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(Path::new(path).file_name().unwrap());
+    std::fs::write(&file, f(&text)).unwrap();
+    let file = file.to_string_lossy().into_owned();
+    (dir, file)
+}
+
+/// The spec an import writes, without its stderr.
+fn imported(path: &str) -> String {
+    let o = blazes(&["import", "kafka-streams", path]);
+    assert_eq!(o.status.code(), Some(0), "{path}: {}", stderr(&o));
+    stdout(&o)
+}
+
+/// Kafka's 1.0 layout (edges on the node line, `NAME(topics: t)`) and text copied from a log
+/// or a web page (tabs, no-break spaces, a log line before it) are the same topologies as
+/// their plain 2.x layout.
+#[test]
+fn every_describe_layout_gives_the_same_spec() {
+    let tutorial = "tests/fixtures/import/kafka-streams/tutorial-1.0.txt";
+    let (_d1, as_2x) = rewritten(tutorial, |t| {
+        let mut out = String::from("Topologies:\n");
+        for line in t.lines().skip(1) {
+            if line.trim() == "Global Stores:" || line.trim() == "none" {
+                continue;
+            }
+            let (head, edges) = match line.find(" -->").or_else(|| line.find(" <--")) {
+                Some(i) => (&line[..i], &line[i + 1..]),
+                None => (line, ""),
+            };
+            let head = head
+                .replacen("(", " (", 1)
+                .replace(
+                    "(topics: streams-plaintext-input)",
+                    "(topics: [streams-plaintext-input])",
+                )
+                .replace(
+                    "(topics: Counts-repartition)",
+                    "(topics: [Counts-repartition])",
+                );
+            out.push_str(&format!("{head}\n"));
+            let mut rest = edges;
+            while !rest.is_empty() {
+                let next = rest[3..].find(" <--").map_or(rest.len(), |i| i + 3);
+                out.push_str(&format!("      {}\n", rest[..next].trim()));
+                rest = rest[next..].trim_start();
+            }
+        }
+        out
+    });
+    assert_eq!(imported(tutorial), imported(&as_2x));
+    let copied = "tests/fixtures/import/kafka-streams/log-and-html-copy.txt";
+    let (_d2, plain) = rewritten(copied, |t| {
+        t.lines()
+            .skip(1)
+            .map(|l| format!("    {}\n", l.replace('\u{a0}', " ").trim()))
+            .collect::<String>()
+            .replacen("    Sub-topology: 0", "Topologies:\n   Sub-topology: 0", 1)
+    });
+    assert_eq!(imported(copied), imported(&plain));
+    let o = blazes(&["import", "kafka-streams", copied]);
+    assert!(
+        stderr(&o).contains("1 line before the topology"),
+        "{}",
+        stderr(&o)
+    );
+    // Negative control: the same rewriting with one edge dropped gives another spec.
+    let (_d3, dropped) = rewritten(tutorial, |t| {
+        t.replace(" --> KTABLE-TOSTREAM-0000000007", " --> none")
+            .replace(" <-- KSTREAM-AGGREGATE-0000000003", "")
+    });
+    assert_ne!(imported(tutorial), imported(&dropped));
+}
+
+/// `--explain` names, for every component, what gave its annotation, located in the file.
+#[test]
+fn explain_says_which_entry_or_rule_annotated_each_component() {
+    let o = blazes(&["import", "kafka-streams", "--explain", BILLING]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let spec = imported(BILLING);
+    let components = spec.matches("\n  # ").count();
+    assert_eq!(
+        out.matches(&format!("{BILLING}:")).count(),
+        components,
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "{BILLING}:26:16: processor `sum-per-customer` (class `sum-per-customer`)\n  annotated from the Kafka Streams importer's rule for named processors alone with their stores\n"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("annotated from catalogue entry `*-repartition-filter` (built-in kafka-streams catalogue, line "),
+        "{out}"
+    );
+    // Negative control: a user entry for the processor is what --explain then names.
+    let path = "tests/fixtures/import/kafka-streams/user-code.txt";
+    let catalog = "tests/fixtures/import/catalogs/user-code.kafka-streams.yaml";
+    let dedupe = |o: &std::process::Output| -> String {
+        stdout(o)
+            .split(&format!("{path}:"))
+            .find(|s| s.contains("processor `dedupe`"))
+            .unwrap()
+            .to_string()
+    };
+    let without = dedupe(&blazes(&["import", "kafka-streams", "--explain", path]));
+    let with = dedupe(&blazes(&[
+        "import",
+        "kafka-streams",
+        "--explain",
+        path,
+        "--catalog",
+        catalog,
+    ]));
+    assert!(
+        without.contains("rule for named processors alone with their stores"),
+        "{without}"
+    );
+    assert!(
+        with.contains(&format!("name `dedupe` ({catalog}, line 5)")),
+        "{with}"
+    );
+    // --explain prints instead of the spec: it cannot be written to a file.
+    let o = blazes(&["import", "kafka-streams", "--explain", path, "-o", "x.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// The entry I001's help offers copies cleanly: pasted into a catalogue it is valid, keeps the
+/// conservative annotation (same verdict, no I001), and editing its label changes the verdict.
+#[test]
+fn the_unknown_operator_help_is_a_catalogue_entry_to_paste() {
+    let path = "tests/fixtures/import/storm-flux/pipeline.yaml";
+    let v = json_of(&["check", "--from", "storm-flux", "--format", "json", path]);
+    let diags = v["files"][0]["diagnostics"].as_array().unwrap();
+    let i001 = diags.iter().find(|d| d["code"] == "I001").unwrap();
+    let help = i001["help"].as_str().unwrap();
+    let entry: String = help
+        .lines()
+        .skip_while(|l| !l.starts_with("- class:"))
+        .map(|l| format!("  {l}\n"))
+        .collect();
+    assert!(entry.contains("label: OW\n"), "{help}");
+    assert!(!entry.contains("label: CR"), "{help}");
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, body: &str| {
+        let f = dir.path().join(name);
+        std::fs::write(
+            &f,
+            format!("version: 1\nengine: storm-flux\noperators:\n{body}"),
+        )
+        .unwrap();
+        f.to_string_lossy().into_owned()
+    };
+    let pasted = write("pasted.yaml", &entry);
+    let with = json_of(&[
+        "check",
+        "--from",
+        "storm-flux",
+        "--format",
+        "json",
+        "--catalog",
+        &pasted,
+        path,
+    ]);
+    assert!(!codes_of(&with).contains(&"I001".to_string()), "{with}");
+    assert_eq!(points(&with), points(&v));
+    let edited = write(
+        "edited.yaml",
+        &entry
+            .replace("label: OW", "label: CR")
+            .replace("  gate: \"*\"\n", ""),
+    );
+    let after = json_of(&[
+        "check",
+        "--from",
+        "storm-flux",
+        "--format",
+        "json",
+        "--catalog",
+        &edited,
+        path,
+    ]);
+    assert_ne!(points(&after), points(&v));
+}
