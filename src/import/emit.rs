@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
-use super::catalog::{self, Catalog, Entry, Order, PARTITION_KEY};
+use super::catalog::{self, Catalog, Entry, GROUP_KEY, Order, PARTITION_KEY};
 use super::{Edge, Engine, Explained, External, Imported, Partition, Topology};
 use crate::codes;
 use crate::diagnostic::{Diagnostic, Span};
@@ -740,8 +740,25 @@ fn path_of(
             return g.clone();
         }
         let mut out: Vec<String> = Vec::new();
+        let mut everything = false;
         for k in g {
-            if k != PARTITION_KEY {
+            if k == GROUP_KEY
+                && let Some(keys) = &op.group
+            {
+                if keys.is_empty() {
+                    notes.push_str("; `$group`: it groups all rows together, so the gate is `*`");
+                    everything = true;
+                } else {
+                    let _ = write!(notes, "; `$group` is {} (what it groups or partitions by)", keys.join(", "));
+                    for k in keys {
+                        if !out.contains(k) {
+                            out.push(k.clone());
+                        }
+                    }
+                }
+                continue;
+            }
+            if k != PARTITION_KEY && k != GROUP_KEY {
                 if !out.contains(k) {
                     out.push(k.clone());
                 }
@@ -767,6 +784,9 @@ fn path_of(
                     notes.push_str("; its input is not partitioned by key, so the gate has no key");
                 }
             }
+        }
+        if everything {
+            return vec!["*".into()];
         }
         if out.is_empty() {
             notes.push_str(" (nothing left: gate `*`)");

@@ -116,6 +116,10 @@ pub struct Operator {
     /// A keyed order the engine provides (the partition order of a Kafka topic), with the
     /// reason; set by the engine's module once the catalogue entries are known.
     pub order: Option<(Vec<String>, String)>,
+    /// The keys the operator groups or partitions by, when the topology prints them (a Flink
+    /// SQL operator's `groupBy=[...]`): what `$group` in a catalogue gate stands for. Empty:
+    /// it groups everything together.
+    pub group: Option<Vec<String>>,
 }
 
 impl Operator {
@@ -130,6 +134,7 @@ impl Operator {
             parallelism: None,
             replicated: None,
             order: None,
+            group: None,
         }
     }
 }

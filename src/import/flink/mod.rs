@@ -15,6 +15,8 @@
 //! every record (the consumer is replicated); the other strategies do not partition by key.
 //! The job graph of the REST API (`description`, `inputs`) is read the same way.
 
+mod sql;
+
 use std::collections::HashMap;
 
 use super::{Edge, External, Operator, Partition, Topology, invalid};
@@ -75,6 +77,27 @@ fn partition_of(strategy: &str) -> Option<Partition> {
     })
 }
 
+/// The SQL planner's operators by their kind (see the `sql` module): the class is the kind, with
+/// the time it runs on for a timed one; the keys it groups by are `$group`; a sink's writer
+/// and committer are sinks.
+fn planner_operators(operators: &mut [Operator], texts: &[String]) {
+    let mut times = sql::Times::default();
+    for t in texts {
+        times.read(t);
+    }
+    for (op, text) in operators.iter_mut().zip(texts) {
+        let text = sql::without_ids(text);
+        let Some(kind) = sql::kind(&op.class) else {
+            continue;
+        };
+        op.class = times.class(kind, &text);
+        op.group = sql::group_keys(kind, &text);
+        if sql::is_sink(kind) {
+            op.kind = "sink";
+        }
+    }
+}
+
 /// Parses an execution plan.
 pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
     let root = yaml::parse(text, limits).map_err(|d| vec![*d])?;
@@ -116,6 +139,9 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
     let mut by_id: HashMap<String, (usize, usize, Span)> = HashMap::new();
     let mut inputs: Vec<(usize, &Node)> = Vec::new();
     let mut edges: Vec<Edge> = Vec::new();
+    // What each operator's node says of it (its type, and a lone operator's description), for
+    // the SQL planner's operators.
+    let mut texts: Vec<String> = Vec::new();
     for item in items {
         if !matches!(item.value, Value::Map(_)) {
             errors.push(invalid(
@@ -183,13 +209,24 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
             .filter(|s| !s.is_empty())
             .collect();
         let first = operators.len();
+        let described = ["contents", "description"]
+            .iter()
+            .filter_map(|k| get(item, k).and_then(Node::as_str))
+            .map(unescape)
+            .find(|d| d.contains('('))
+            .filter(|_| chain.len() == 1);
         for (k, part) in chain.iter().enumerate() {
+            texts.push(match &described {
+                Some(d) => format!("{part} {d}"),
+                None => part.clone(),
+            });
             let suffix = if chain.len() > 1 {
                 format!("{id}.{}", k + 1)
             } else {
                 id.clone()
             };
-            let mut op = Operator::new(short(part, &suffix), part.clone(), "operator", ty_span);
+            let plain = sql::without_ids(part);
+            let mut op = Operator::new(short(&plain, &suffix), plain, "operator", ty_span);
             op.parallelism = parallelism;
             if k == 0 && (pact == "Data Source" || part.starts_with("Source:")) {
                 op.kind = "source";
@@ -313,6 +350,7 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
             "nothing to import",
         ));
     }
+    planner_operators(&mut operators, &texts);
     if !errors.is_empty() {
         return Err(errors);
     }
