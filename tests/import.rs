@@ -1041,3 +1041,53 @@ fn unknown_operator_entries_are_conservative_and_plan_independent() {
             .unwrap();
     assert!(plan.contains("\"PythonCalc[23]\""));
 }
+
+/// Storm: an unknown spout is a source; a window bolt is judged by the window its
+/// configMethods set; a named stream is an output of its own.
+#[test]
+fn storm_spouts_windows_and_named_streams() {
+    let dir = "tests/fixtures/import/storm-flux";
+    let event = format!("{dir}/event-time-window.yaml");
+    let o = blazes(&["check", "--from", "storm-flux", &event]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("I001"), "{}", stdout(&o));
+    // Control: without the timestamp field the same window runs on the wall clock.
+    let (_d, wall) = rewritten(&event, |t| {
+        t.replace(
+            "      - name: \"withTimestampField\"\n        args: [\"ts\"]\n",
+            "",
+        )
+    });
+    let o = blazes(&["check", "--from", "storm-flux", &wall]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let count = json_of(&[
+        "check",
+        "--from",
+        "storm-flux",
+        "--format",
+        "json",
+        &format!("{dir}/count-window.yaml"),
+    ]);
+    assert_eq!(points(&count), ["sliding-sum"]);
+    // Control: a spout is never a point of order, even one nobody knows.
+    let (_d2, known) = rewritten(&format!("{dir}/count-window.yaml"), |t| {
+        t.replace(
+            "org.apache.storm.starter.bolt.SlidingWindowSumBolt",
+            "org.apache.storm.testing.IdentityBolt",
+        )
+    });
+    let v = json_of(&["check", "--from", "storm-flux", "--format", "json", &known]);
+    assert!(points(&v).is_empty(), "{v}");
+    let spec = stdout(&blazes(&[
+        "import",
+        "storm-flux",
+        &format!("{dir}/named-streams.yaml"),
+    ]));
+    for s in [
+        "{ from: \"validate.valid\", to: \"count-valid.validate-valid\" }",
+        "{ from: \"validate.invalid\", to: \"archive-invalid.validate-invalid\" }",
+        "{ from: \"orders\", to: \"valid\", label: CR }",
+    ] {
+        assert!(spec.contains(s), "{s}: {spec}");
+    }
+}

@@ -206,6 +206,8 @@ struct Wiring<'t> {
     comp: Vec<String>,
     /// Inputs per operator, in the order of the file.
     inputs: Vec<Vec<Input<'t>>>,
+    /// Outputs per operator: `out`, and the named streams it emits, in the order of the file.
+    outputs: Vec<Vec<String>>,
     /// The edges that are streams (one per pair of interfaces), in the order of the file.
     edges: Vec<&'t Edge>,
     source_names: HashMap<&'t str, String>,
@@ -237,9 +239,11 @@ impl<'t> Wiring<'t> {
                 }
             }
         }
+        let outputs = outputs_of(topology, &edges);
         Wiring {
             comp,
             inputs,
+            outputs,
             edges,
             source_names,
             sources,
@@ -247,6 +251,24 @@ impl<'t> Wiring<'t> {
             sinks,
         }
     }
+}
+
+/// The outputs of each operator: the named streams its edges leave by, and `out` for its
+/// unnamed edges, its external outputs, or when it has no other.
+fn outputs_of(topology: &Topology, edges: &[&Edge]) -> Vec<Vec<String>> {
+    let mut outputs: Vec<Vec<String>> = vec![Vec::new(); topology.operators.len()];
+    for e in edges {
+        if !outputs[e.from].contains(&e.output) {
+            outputs[e.from].push(e.output.clone());
+        }
+    }
+    for (i, op) in topology.operators.iter().enumerate() {
+        let out = &mut outputs[i];
+        if (out.is_empty() || !op.writes.is_empty()) && !out.iter().any(|o| o == "out") {
+            out.insert(0, "out".to_string());
+        }
+    }
+    outputs
 }
 
 /// Where each (operator, input name) is in its operator's inputs: an operator may have many.
@@ -406,11 +428,14 @@ impl<'t> Emitter<'t> {
             })
             .collect();
         operator_warnings(op, entry, unnamed_key, &mut self.warnings);
+        let outputs = &self.wiring.outputs[i];
         let mut why: Vec<String> = paths
             .iter()
-            .map(|(input, p)| {
+            .flat_map(|(input, p)| {
                 let why = if p.why.is_empty() { &p.comment } else { &p.why };
-                format!("{input} -> out: {}", c(why))
+                outputs
+                    .iter()
+                    .map(move |o| format!("{input} -> {o}: {}", c(why)))
             })
             .collect();
         if let Some((o, because)) = order_of(op, entry, &paths) {
@@ -421,7 +446,7 @@ impl<'t> Emitter<'t> {
         if let Some(r) = write_replication(w, op, entry, inputs) {
             why.push(r);
         }
-        write_paths(w, &paths);
+        write_paths(w, &paths, outputs);
         self.explained.push(Explained {
             component: comp.clone(),
             operator: op.name.clone(),
@@ -497,7 +522,7 @@ impl<'t> Emitter<'t> {
             };
             w.line(&format!(
                 "  - {{ from: {}, to: {}{} }}{via}",
-                quote(&format!("{}.out", wiring.comp[e.from])),
+                quote(&format!("{}.{}", wiring.comp[e.from], e.output)),
                 quote(&format!("{}.{}", wiring.comp[e.to], e.input)),
                 seal.0,
             ));
@@ -671,9 +696,12 @@ fn write_replication(
 }
 
 /// The component's paths, one from each input to `out`, each after the comment saying why.
-fn write_paths(w: &mut Writer, paths: &[(String, PathOut)]) {
+fn write_paths(w: &mut Writer, paths: &[(String, PathOut)], outputs: &[String]) {
     w.line("    paths:");
-    for (input, p) in paths {
+    for ((input, p), output) in paths
+        .iter()
+        .flat_map(|p| outputs.iter().map(move |o| (p, o)))
+    {
         w.line(&format!("      # {}", c(&p.comment)));
         let gate = p
             .gate
@@ -687,8 +715,9 @@ fn write_paths(w: &mut Writer, paths: &[(String, PathOut)]) {
             })
             .unwrap_or_default();
         w.line(&format!(
-            "      - {{ from: {}, to: \"out\", label: {}{gate} }}",
+            "      - {{ from: {}, to: {}, label: {}{gate} }}",
             quote(input),
+            quote(output),
             p.label.as_str()
         ));
     }

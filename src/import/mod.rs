@@ -113,6 +113,8 @@ pub struct Operator {
     pub parallelism: Option<u64>,
     /// Replicated by the engine itself (a Kafka Streams global store), with the reason.
     pub replicated: Option<String>,
+    /// The window the topology file configures on it (a Storm window bolt's `withWindow`).
+    pub window: Option<Window>,
     /// A keyed order the engine provides (the partition order of a Kafka topic), with the
     /// reason; set by the engine's module once the catalogue entries are known.
     pub order: Option<(Vec<String>, String)>,
@@ -135,8 +137,20 @@ impl Operator {
             replicated: None,
             order: None,
             group: None,
+            window: None,
         }
     }
+}
+
+/// A window an operator is configured with, by what closes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    /// Every N tuples: which tuples fall in one depends on the order they arrive.
+    Count,
+    /// On a timestamp field with a lag: a watermark closes it.
+    EventTime,
+    /// On the wall clock.
+    ProcessingTime,
 }
 
 /// A flow of records from one operator's output to another's input.
@@ -146,6 +160,9 @@ pub struct Edge {
     pub to: usize,
     /// The input interface of `to` it arrives at.
     pub input: String,
+    /// The output interface of `from` it leaves by: `out`, or a named stream (Storm's
+    /// `streamId`), which stays a distinct output.
+    pub output: String,
     pub partition: Partition,
     /// What carries it, for comments ("repartition topic `x`"), when not a direct edge.
     pub via: Option<String>,
@@ -233,6 +250,11 @@ pub fn import(
         kafka_streams::judge(&mut topology, &mut with_rules, &mut entries);
         judged = with_rules;
         kafka_streams::derive_orders(&mut topology, &judged, &entries, limits)?;
+        &judged
+    } else if engine == Engine::StormFlux {
+        let mut with_rules = catalog.clone();
+        storm_flux::judge(&topology, &mut with_rules, &mut entries);
+        judged = with_rules;
         &judged
     } else {
         catalog

@@ -659,6 +659,7 @@ fn keyed_edge(from: usize, to: usize, via: Option<String>, span: Span) -> Edge {
         from,
         to,
         input: "in".into(),
+        output: "out".into(),
         partition: Partition::Keys(vec!["key".into()]),
         via,
         store: None,
