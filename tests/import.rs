@@ -609,7 +609,8 @@ fn json_of(args: &[&str]) -> Value {
     serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", stdout(&o)))
 }
 
-/// The components that are points of order, sorted.
+/// The components that are points of order (once each: a component with several order-
+/// sensitive paths has a point per path), sorted.
 fn points(v: &Value) -> Vec<String> {
     let mut p: Vec<String> = v["files"][0]["points_of_order"]
         .as_array()
@@ -618,6 +619,7 @@ fn points(v: &Value) -> Vec<String> {
         .map(|p| p["component"].as_str().unwrap().to_string())
         .collect();
     p.sort();
+    p.dedup();
     p
 }
 
@@ -1090,4 +1092,36 @@ fn storm_spouts_windows_and_named_streams() {
     ] {
         assert!(spec.contains(s), "{s}: {spec}");
     }
+}
+
+/// Flink SQL's `EXPLAIN` text: the tree read with its exchanges' keys, the window sealed by
+/// the watermark the plan declares.
+#[test]
+fn flink_explain_text_is_read_like_a_plan() {
+    let dir = "tests/fixtures/import/flink";
+    let join = json_of(&[
+        "check",
+        "--from",
+        "flink",
+        "--format",
+        "json",
+        &format!("{dir}/explain-join-aggregate.txt"),
+    ]);
+    assert_eq!(points(&join), ["GroupAggregate-2", "Join-4"]);
+    let spec = stdout(&blazes(&[
+        "import",
+        "flink",
+        &format!("{dir}/explain-join-aggregate.txt"),
+    ]));
+    assert!(
+        spec.contains("{ from: \"left\", to: \"out\", label: OW, gate: [\"user_id\"] }"),
+        "{spec}"
+    );
+    let window = format!("{dir}/explain-event-time-window.txt");
+    let o = blazes(&["check", "--from", "flink", &window]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    // Control: the watermark on another column leaves the window's time unknown: unsealed.
+    let (_d, other) = rewritten(&window, |t| t.replace("rowtime=[ts]", "rowtime=[other]"));
+    let o = blazes(&["check", "--from", "flink", &other]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
 }

@@ -51,7 +51,9 @@ impl Engine {
     pub fn about(self) -> &'static str {
         match self {
             Engine::KafkaStreams => "The text of Kafka Streams' `Topology#describe()`",
-            Engine::Flink => "The JSON of Flink's `StreamExecutionEnvironment#getExecutionPlan()`",
+            Engine::Flink => {
+                "The JSON of Flink's `StreamExecutionEnvironment#getExecutionPlan()`, or a SQL `EXPLAIN` text"
+            }
             Engine::StormFlux => "A Storm Flux topology (YAML)",
         }
     }

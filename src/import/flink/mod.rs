@@ -13,8 +13,10 @@
 //! `(` and its id, `Window-4`. A `HASH` shipment is a `keyBy`: the consumer is keyed, by a key
 //! the plan does not name (`key` in gates, with a warning); `BROADCAST` gives every instance
 //! every record (the consumer is replicated); the other strategies do not partition by key.
-//! The job graph of the REST API (`description`, `inputs`) is read the same way.
+//! The job graph of the REST API (`description`, `inputs`) is read the same way, and Flink
+//! SQL's `EXPLAIN` text by `explain`.
 
+mod explain;
 mod sql;
 
 use std::collections::HashMap;
@@ -100,6 +102,9 @@ fn planner_operators(operators: &mut [Operator], texts: &[String]) {
 
 /// Parses an execution plan.
 pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
+    if explain::is_explain(text) {
+        return explain::parse(text, limits);
+    }
     let root = yaml::parse(text, limits).map_err(|d| vec![*d])?;
     let mut errors: Vec<Diagnostic> = Vec::new();
     let mut warnings: Vec<Diagnostic> = Vec::new();
