@@ -238,9 +238,11 @@ code! {
     /// `blazes import` (and `--from`) annotates each operator from the catalogue of its engine:
     /// the built-in one, and the user's `--catalog`, whose entries come first. An operator that no
     /// entry matches is never assumed safe: it gets the most conservative annotation, `OW` with
-    /// gate `*`, which only a global order can make deterministic. The message shows the entry to
-    /// add to a user catalogue once you know what the operator does; `docs/import.md` lists the
-    /// fields.
+    /// gate `*`, which only a global order can make deterministic. The help is the entry to add
+    /// to a user catalogue, one field a line so that it copies as YAML, with that conservative
+    /// annotation filled in and a reason to edit once you know what the operator does (its class
+    /// is the operator's kind, without the ids a plan gives it); `docs/import.md` lists the
+    /// fields. `blazes import --explain` shows which entry or rule annotated every operator.
     pub static UNKNOWN_OPERATOR = "I001", "unknown-operator", Warning,
         "no catalogue entry matches an operator, which is annotated OW(*)";
 
@@ -253,8 +255,9 @@ code! {
         "the topology does not show something an annotation depends on; the conservative choice was made";
 
     /// The file given to `blazes import ENGINE` (or `--from ENGINE`) is not a topology of that
-    /// engine: a Kafka Streams `Topology#describe()` text, a Flink `getExecutionPlan()` JSON, or a
-    /// Storm Flux YAML file. The message says what was expected where; every problem of the file
+    /// engine: a Kafka Streams `Topology#describe()` text (any version's layout, or ksqlDB's
+    /// `EXPLAIN`), a Flink `getExecutionPlan()` JSON or SQL `EXPLAIN` text, or a Storm Flux (or
+    /// Heron ECO) YAML file. The message says what was expected where; every problem of the file
     /// is reported at once.
     pub static INVALID_TOPOLOGY = "I003", "invalid-topology", Error,
         "the file is not a valid topology of the engine";

@@ -175,6 +175,10 @@ pub(crate) struct ImportArgs {
     /// Replace an existing OUT.
     #[arg(long, requires = "output")]
     pub force: bool,
+    /// Print, instead of the spec, why each component has its annotation: the catalogue
+    /// entry or importer rule that gave it, with its reason, located in FILE.
+    #[arg(long, conflicts_with = "output")]
+    pub explain: bool,
     #[command(flatten)]
     pub limits: LimitArgs,
 }

@@ -119,6 +119,32 @@ fn import_and_check(
     }
 }
 
+/// `--explain`: for each component, where its operator is in the file, what gave its
+/// annotation, and each path, order and replication with its reason.
+fn explanation(path: &str, text: &str, explained: &[import::Explained]) -> String {
+    let index = diagnostic::LineIndex::new(text);
+    let mut out = String::new();
+    for x in explained {
+        let (line, column) = index.line_col(text, x.span.offset);
+        let named = if x.component == x.operator {
+            String::new()
+        } else {
+            format!(", component `{}`", x.component)
+        };
+        out.push_str(&format!(
+            "{path}:{line}:{column}: {} `{}` (class `{}`){named}\n  annotated {}\n",
+            x.kind,
+            import::catalog::one_line(&x.operator),
+            import::catalog::one_line(&x.class),
+            x.by
+        ));
+        for w in &x.why {
+            out.push_str(&format!("  {w}\n"));
+        }
+    }
+    out
+}
+
 pub(crate) fn run(args: &ImportArgs) -> i32 {
     let engine = args.engine;
     let limits = args.limits.limits();
@@ -190,6 +216,11 @@ pub(crate) fn run(args: &ImportArgs) -> i32 {
     };
     let mut warnings = imported.warnings;
     diagnostic::sort(&mut warnings);
+    if args.explain {
+        write_out(explanation(&shown, &text, &imported.explained).as_bytes());
+        show(&invalid_report(shown, text, warnings));
+        return EXIT_CLEAN;
+    }
     show(&invalid_report(shown.clone(), text, warnings));
     let Some(out) = &args.output else {
         write_out(imported.spec.as_bytes());

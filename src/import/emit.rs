@@ -4,8 +4,8 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
-use super::catalog::{self, Catalog, Entry, Order, PARTITION_KEY};
-use super::{Edge, Engine, External, Imported, Partition, Topology};
+use super::catalog::{self, Catalog, Entry, GROUP_KEY, Order, PARTITION_KEY};
+use super::{Edge, Engine, Explained, External, Imported, Partition, Topology};
 use crate::codes;
 use crate::diagnostic::{Diagnostic, Span};
 use crate::label::Annotation;
@@ -153,7 +153,10 @@ struct Input<'t> {
 struct PathOut {
     label: Annotation,
     gate: Option<Vec<String>>,
+    /// The spec's comment: the annotation, what gave it, why.
     comment: String,
+    /// The annotation and why, without what gave it (which `--explain` says once).
+    why: String,
 }
 
 /// The spec of an annotated topology: `entries[i]` is the catalogue entry of operator `i`.
@@ -178,6 +181,7 @@ pub(super) fn emit(
             map: SourceMap::default(),
         },
         warnings: topology.warnings.clone(),
+        explained: Vec::new(),
     };
     e.header(engine, name);
     e.sources();
@@ -188,6 +192,7 @@ pub(super) fn emit(
         spec: e.w.text,
         map: e.w.map,
         warnings: e.warnings,
+        explained: e.explained,
     }
 }
 
@@ -201,6 +206,8 @@ struct Wiring<'t> {
     comp: Vec<String>,
     /// Inputs per operator, in the order of the file.
     inputs: Vec<Vec<Input<'t>>>,
+    /// Outputs per operator: `out`, and the named streams it emits, in the order of the file.
+    outputs: Vec<Vec<String>>,
     /// The edges that are streams (one per pair of interfaces), in the order of the file.
     edges: Vec<&'t Edge>,
     source_names: HashMap<&'t str, String>,
@@ -232,9 +239,11 @@ impl<'t> Wiring<'t> {
                 }
             }
         }
+        let outputs = outputs_of(topology, &edges);
         Wiring {
             comp,
             inputs,
+            outputs,
             edges,
             source_names,
             sources,
@@ -242,6 +251,24 @@ impl<'t> Wiring<'t> {
             sinks,
         }
     }
+}
+
+/// The outputs of each operator: the named streams its edges leave by, and `out` for its
+/// unnamed edges, its external outputs, or when it has no other.
+fn outputs_of(topology: &Topology, edges: &[&Edge]) -> Vec<Vec<String>> {
+    let mut outputs: Vec<Vec<String>> = vec![Vec::new(); topology.operators.len()];
+    for e in edges {
+        if !outputs[e.from].contains(&e.output) {
+            outputs[e.from].push(e.output.clone());
+        }
+    }
+    for (i, op) in topology.operators.iter().enumerate() {
+        let out = &mut outputs[i];
+        if (out.is_empty() || !op.writes.is_empty()) && !out.iter().any(|o| o == "out") {
+            out.insert(0, "out".to_string());
+        }
+    }
+    outputs
 }
 
 /// Where each (operator, input name) is in its operator's inputs: an operator may have many.
@@ -333,6 +360,7 @@ struct Emitter<'t> {
     wiring: Wiring<'t>,
     w: Writer,
     warnings: Vec<Diagnostic>,
+    explained: Vec<Explained>,
 }
 
 impl<'t> Emitter<'t> {
@@ -400,12 +428,37 @@ impl<'t> Emitter<'t> {
             })
             .collect();
         operator_warnings(op, entry, unnamed_key, &mut self.warnings);
-        if let Some((o, why)) = order_of(op, entry, &paths) {
-            w.line(&format!("    # order: {}", c(&why)));
+        let outputs = &self.wiring.outputs[i];
+        let mut why: Vec<String> = paths
+            .iter()
+            .flat_map(|(input, p)| {
+                let why = if p.why.is_empty() { &p.comment } else { &p.why };
+                outputs
+                    .iter()
+                    .map(move |o| format!("{input} -> {o}: {}", c(why)))
+            })
+            .collect();
+        if let Some((o, because)) = order_of(op, entry, &paths) {
+            w.line(&format!("    # order: {}", c(&because)));
             w.line(&format!("    order: {o}"));
+            why.push(format!("order: {o}: {}", c(&because)));
         }
-        write_replication(w, op, entry, inputs);
-        write_paths(w, &paths);
+        if let Some(r) = write_replication(w, op, entry, inputs) {
+            why.push(r);
+        }
+        write_paths(w, &paths, outputs);
+        self.explained.push(Explained {
+            component: comp.clone(),
+            operator: op.name.clone(),
+            kind: op.kind,
+            class: op.class.clone(),
+            span: op.span,
+            by: match entry {
+                Some(e) => from_entry(e, op),
+                None => "no catalogue entry: never assumed safe".to_string(),
+            },
+            why,
+        });
         entry.and_then(|e| {
             let s = e.seal.as_ref()?;
             Some((s.clone(), e.title_for(&op.class, &op.name)))
@@ -469,7 +522,7 @@ impl<'t> Emitter<'t> {
             };
             w.line(&format!(
                 "  - {{ from: {}, to: {}{} }}{via}",
-                quote(&format!("{}.out", wiring.comp[e.from])),
+                quote(&format!("{}.{}", wiring.comp[e.from], e.output)),
                 quote(&format!("{}.{}", wiring.comp[e.to], e.input)),
                 seal.0,
             ));
@@ -526,10 +579,7 @@ fn operator_warnings(
                 ),
             )
             .at(op.span, "not in the catalogue")
-            .help(format!(
-                "if you know what it does, add to a catalogue passed with --catalog: `- {{ class: {}, label: CR, reason: \"what it does\" }}` (see docs/import.md)",
-                quote(&op.class)
-            )),
+            .help(unknown_operator_help(&op.class)),
         ),
         Some(e) => {
             if let Some(text) = &e.warn {
@@ -540,8 +590,8 @@ fn operator_warnings(
                     )
                     .at(op.span, "assumed conservatively")
                     .help(format!(
-                        "catalogue entry {}; a user catalogue entry for this {}'s name can say what it does",
-                        e.title_for(&op.class, &op.name),
+                        "{}; a user catalogue entry for this {}'s name can say what it does",
+                        entry_name(e, op),
                         op.kind
                     )),
                 );
@@ -564,9 +614,29 @@ fn operator_warnings(
     }
 }
 
-/// "from catalogue entry ...", the comment of what an entry decides.
+/// The help of an unknown operator: the catalogue entry to add, with the conservative
+/// annotation it already has filled in and the reason to edit, one field a line so that it
+/// copies as YAML (the report wraps long lines; these stay short).
+fn unknown_operator_help(class: &str) -> String {
+    format!(
+        "add this entry to a catalogue passed with --catalog (see docs/import.md), then edit its label and reason to say what the operator does; as it stands it keeps the conservative annotation:\n\
+         - class: {}\n  label: OW\n  gate: \"*\"\n  reason: \"EDIT: what it does, and whether that depends on order\"",
+        quote(class)
+    )
+}
+
+/// "catalogue entry `X` (where)", or the rule an entry with no pattern is.
+fn entry_name(e: &Entry, op: &super::Operator) -> String {
+    if e.classes.is_empty() && e.names.is_empty() {
+        return e.origin.clone();
+    }
+    format!("catalogue entry {}", e.title_for(&op.class, &op.name))
+}
+
+/// "from catalogue entry ...", the comment of what an entry decides; a rule of the importer
+/// (an entry with no pattern) is named as one.
 fn from_entry(e: &Entry, op: &super::Operator) -> String {
-    format!("from catalogue entry {}", e.title_for(&op.class, &op.name))
+    format!("from {}", entry_name(e, op))
 }
 
 /// The component's `order:` and its comment: the entry's, else the engine's (a Kafka topic
@@ -590,37 +660,48 @@ fn order_of(
     }
 }
 
-/// Replication: the entry's, the engine's, or a broadcast input's.
+/// Replication: the entry's, the engine's, or a broadcast input's; returns what it wrote, as
+/// `--explain` says it.
 fn write_replication(
     w: &mut Writer,
     op: &super::Operator,
     entry: Option<&Entry>,
     inputs: &[Input],
-) {
+) -> Option<String> {
     let broadcast = inputs.iter().any(|x| x.partition == Partition::All)
         && op.parallelism.is_none_or(|p| p > 1);
-    if let Some((e, n)) = entry.and_then(|e| Some((e, e.replicas?))) {
-        w.line(&format!("    # replicas: {}", from_entry(e, op)));
-        w.line(&format!("    replicas: {n}"));
+    let (field, why) = if let Some((e, n)) = entry.and_then(|e| Some((e, e.replicas?))) {
+        (format!("replicas: {n}"), from_entry(e, op))
     } else if let Some((e, r)) = entry.and_then(|e| Some((e, e.replicated?))) {
-        w.line(&format!("    # replicated: {}", from_entry(e, op)));
-        w.line(&format!("    replicated: {r}"));
+        (format!("replicated: {r}"), from_entry(e, op))
     } else if let Some(why) = &op.replicated {
-        w.line(&format!("    # replicated: {}", c(why)));
-        w.line("    replicated: true");
+        ("replicated: true".to_string(), c(why))
     } else if broadcast {
-        w.line("    # replicated: every instance receives every record (a broadcast input), each in its own order");
-        match op.parallelism {
-            Some(p) => w.line(&format!("    replicas: {p}")),
-            None => w.line("    replicated: true"),
-        }
-    }
+        let field = match op.parallelism {
+            Some(p) => format!("replicas: {p}"),
+            None => "replicated: true".to_string(),
+        };
+        (
+            field,
+            "every instance receives every record (a broadcast input), each in its own order"
+                .to_string(),
+        )
+    } else {
+        return None;
+    };
+    let key = field.split(':').next().unwrap_or("replicated");
+    w.line(&format!("    # {key}: {why}"));
+    w.line(&format!("    {field}"));
+    Some(format!("{field}: {why}"))
 }
 
 /// The component's paths, one from each input to `out`, each after the comment saying why.
-fn write_paths(w: &mut Writer, paths: &[(String, PathOut)]) {
+fn write_paths(w: &mut Writer, paths: &[(String, PathOut)], outputs: &[String]) {
     w.line("    paths:");
-    for (input, p) in paths {
+    for ((input, p), output) in paths
+        .iter()
+        .flat_map(|p| outputs.iter().map(move |o| (p, o)))
+    {
         w.line(&format!("      # {}", c(&p.comment)));
         let gate = p
             .gate
@@ -634,8 +715,9 @@ fn write_paths(w: &mut Writer, paths: &[(String, PathOut)]) {
             })
             .unwrap_or_default();
         w.line(&format!(
-            "      - {{ from: {}, to: \"out\", label: {}{gate} }}",
+            "      - {{ from: {}, to: {}, label: {}{gate} }}",
             quote(input),
+            quote(output),
             p.label.as_str()
         ));
     }
@@ -667,6 +749,7 @@ fn path_of(
                 "CW: state store `{}`, which another processor writes: its contents flow into this processor's output (the read itself is annotated on the other input)",
                 c(store)
             ),
+            why: String::new(),
         };
     }
     let Some(e) = entry else {
@@ -677,6 +760,7 @@ fn path_of(
                 "OW(*): no catalogue entry matches class `{}`: never assumed safe",
                 op.class
             ),
+            why: String::new(),
         };
     };
     let mut notes = String::new();
@@ -685,8 +769,25 @@ fn path_of(
             return g.clone();
         }
         let mut out: Vec<String> = Vec::new();
+        let mut everything = false;
         for k in g {
-            if k != PARTITION_KEY {
+            if k == GROUP_KEY
+                && let Some(keys) = &op.group
+            {
+                if keys.is_empty() {
+                    notes.push_str("; `$group`: it groups all rows together, so the gate is `*`");
+                    everything = true;
+                } else {
+                    let _ = write!(notes, "; `$group` is {} (what it groups or partitions by)", keys.join(", "));
+                    for k in keys {
+                        if !out.contains(k) {
+                            out.push(k.clone());
+                        }
+                    }
+                }
+                continue;
+            }
+            if k != PARTITION_KEY && k != GROUP_KEY {
                 if !out.contains(k) {
                     out.push(k.clone());
                 }
@@ -713,6 +814,9 @@ fn path_of(
                 }
             }
         }
+        if everything {
+            return vec!["*".into()];
+        }
         if out.is_empty() {
             notes.push_str(" (nothing left: gate `*`)");
             out.push("*".into());
@@ -726,10 +830,7 @@ fn path_of(
     PathOut {
         label: e.label,
         gate,
-        comment: format!(
-            "{signature} from catalogue entry {}: {}{notes}",
-            e.title_for(&op.class, &op.name),
-            e.reason
-        ),
+        comment: format!("{signature} {}: {}{notes}", from_entry(e, op), e.reason),
+        why: format!("{signature}: {}{notes}", e.reason),
     }
 }

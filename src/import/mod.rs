@@ -51,7 +51,9 @@ impl Engine {
     pub fn about(self) -> &'static str {
         match self {
             Engine::KafkaStreams => "The text of Kafka Streams' `Topology#describe()`",
-            Engine::Flink => "The JSON of Flink's `StreamExecutionEnvironment#getExecutionPlan()`",
+            Engine::Flink => {
+                "The JSON of Flink's `StreamExecutionEnvironment#getExecutionPlan()`, or a SQL `EXPLAIN` text"
+            }
             Engine::StormFlux => "A Storm Flux topology (YAML)",
         }
     }
@@ -113,9 +115,15 @@ pub struct Operator {
     pub parallelism: Option<u64>,
     /// Replicated by the engine itself (a Kafka Streams global store), with the reason.
     pub replicated: Option<String>,
+    /// The window the topology file configures on it (a Storm window bolt's `withWindow`).
+    pub window: Option<Window>,
     /// A keyed order the engine provides (the partition order of a Kafka topic), with the
     /// reason; set by the engine's module once the catalogue entries are known.
     pub order: Option<(Vec<String>, String)>,
+    /// The keys the operator groups or partitions by, when the topology prints them (a Flink
+    /// SQL operator's `groupBy=[...]`): what `$group` in a catalogue gate stands for. Empty:
+    /// it groups everything together.
+    pub group: Option<Vec<String>>,
 }
 
 impl Operator {
@@ -130,8 +138,21 @@ impl Operator {
             parallelism: None,
             replicated: None,
             order: None,
+            group: None,
+            window: None,
         }
     }
+}
+
+/// A window an operator is configured with, by what closes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    /// Every N tuples: which tuples fall in one depends on the order they arrive.
+    Count,
+    /// On a timestamp field with a lag: a watermark closes it.
+    EventTime,
+    /// On the wall clock.
+    ProcessingTime,
 }
 
 /// A flow of records from one operator's output to another's input.
@@ -141,6 +162,9 @@ pub struct Edge {
     pub to: usize,
     /// The input interface of `to` it arrives at.
     pub input: String,
+    /// The output interface of `from` it leaves by: `out`, or a named stream (Storm's
+    /// `streamId`), which stays a distinct output.
+    pub output: String,
     pub partition: Partition,
     /// What carries it, for comments ("repartition topic `x`"), when not a direct edge.
     pub via: Option<String>,
@@ -170,6 +194,28 @@ pub struct Imported {
     pub map: SourceMap,
     /// The importer's warnings (unknown operators, missing information), located in the file.
     pub warnings: Vec<Diagnostic>,
+    /// Why each component has its annotation, in the order of the operators.
+    pub explained: Vec<Explained>,
+}
+
+/// Why one component of an imported spec has its annotation: which catalogue entry or rule
+/// gave it, and what each of its paths, its order and its replication are, with their
+/// reasons (what `blazes import --explain` prints).
+#[derive(Clone, Debug)]
+pub struct Explained {
+    /// Its name in the spec.
+    pub component: String,
+    /// The operator's name in the file, its kind ("processor") and its class.
+    pub operator: String,
+    pub kind: &'static str,
+    pub class: String,
+    /// Where the operator is named in the file.
+    pub span: Span,
+    /// "from catalogue entry `X` (built-in ... catalogue, line N)", "from the ... rule for
+    /// ...", or that no entry matched.
+    pub by: String,
+    /// One line per path (`in -> out: OW(key) ...`), then its order and replication.
+    pub why: Vec<String>,
 }
 
 /// An invalid topology diagnostic (I003) at `span`.
@@ -192,7 +238,7 @@ pub fn import(
         Engine::Flink => flink::parse(text, limits)?,
         Engine::StormFlux => storm_flux::parse(text, limits)?,
     };
-    let entries: Vec<Option<usize>> = {
+    let mut entries: Vec<Option<usize>> = {
         let mut lookup = catalog.lookup();
         topology
             .operators
@@ -200,9 +246,21 @@ pub fn import(
             .map(|op| lookup.find(prefix(&op.class), prefix(&op.name)))
             .collect()
     };
-    if engine == Engine::KafkaStreams {
-        kafka_streams::derive_orders(&mut topology, catalog, &entries, limits)?;
-    }
+    let judged;
+    let catalog = if engine == Engine::KafkaStreams {
+        let mut with_rules = catalog.clone();
+        kafka_streams::judge(&mut topology, &mut with_rules, &mut entries);
+        judged = with_rules;
+        kafka_streams::derive_orders(&mut topology, &judged, &entries, limits)?;
+        &judged
+    } else if engine == Engine::StormFlux {
+        let mut with_rules = catalog.clone();
+        storm_flux::judge(&topology, &mut with_rules, &mut entries);
+        judged = with_rules;
+        &judged
+    } else {
+        catalog
+    };
     let name = topology.name.clone().unwrap_or_else(|| name.to_string());
     Ok(emit::emit(engine, &topology, catalog, &entries, &name))
 }

@@ -18,10 +18,12 @@
 
 use std::collections::HashMap;
 
+use super::catalog::{Catalog, Entry, PARTITION_KEY};
 use super::flink::get;
-use super::{Edge, External, Operator, Partition, Topology, invalid};
+use super::{Edge, External, Operator, Partition, Topology, Window, invalid};
 use crate::codes;
 use crate::diagnostic::{Diagnostic, Span};
+use crate::label::Annotation;
 use crate::spec::yaml::{self, Node, Value};
 use crate::spec::{Input, Limit, Limits};
 
@@ -89,7 +91,136 @@ fn text<'n>(
     }
 }
 
-/// Parses a Flux file.
+/// The window a bolt's `configMethods` configure (a `BaseWindowedBolt`'s `withWindow` or
+/// `withTumblingWindow`): by count when a length or interval is a `Count` bean, on event time
+/// when a timestamp field (or extractor) is set, else on the wall clock.
+fn window_of(bolt: &Node, components: &HashMap<&str, &str>) -> Option<Window> {
+    let Some(Node {
+        value: Value::Seq(methods),
+        ..
+    }) = get(bolt, "configMethods")
+    else {
+        return None;
+    };
+    fn name_of(m: &Node) -> &str {
+        get(m, "name").and_then(Node::as_str).unwrap_or("")
+    }
+    let windows: Vec<&Node> = methods
+        .iter()
+        .filter(|m| matches!(name_of(m), "withWindow" | "withTumblingWindow"))
+        .collect();
+    if windows.is_empty() {
+        return None;
+    }
+    let by_count = windows
+        .iter()
+        .any(|m| match get(m, "args").map(|a| &a.value) {
+            Some(Value::Seq(args)) => args.iter().any(|a| {
+                get(a, "ref")
+                    .and_then(Node::as_str)
+                    .and_then(|r| components.get(r))
+                    .is_some_and(|class| class.ends_with("Count"))
+            }),
+            _ => false,
+        });
+    let timestamped = methods
+        .iter()
+        .any(|m| matches!(name_of(m), "withTimestampField" | "withTimestampExtractor"));
+    Some(if by_count {
+        Window::Count
+    } else if timestamped {
+        Window::EventTime
+    } else {
+        Window::ProcessingTime
+    })
+}
+
+/// The Storm importer's rules for what no catalogue entry knows, appended to the catalogue as
+/// entries with no pattern: a spout is a source (CR, with a note), and a window bolt is
+/// judged by its window. `entries[i]` is set to the rule of operator `i` it applies to.
+pub fn judge(topology: &Topology, catalog: &mut Catalog, entries: &mut [Option<usize>]) {
+    let first = catalog.entries.len();
+    let rule =
+        |label, gate: Option<&[&str]>, seal: bool, warn: &str, what: &str, reason: &str| Entry {
+            classes: Vec::new(),
+            names: Vec::new(),
+            label,
+            gate: gate.map(|g| g.iter().map(|k| k.to_string()).collect()),
+            seal: seal.then(|| vec!["window".to_string()]),
+            order: None,
+            replicated: None,
+            replicas: None,
+            keeps_key_order: false,
+            reads_state: false,
+            warn: Some(warn.to_string()),
+            reason: reason.to_string(),
+            origin: format!("the Storm importer's rule for {what}"),
+        };
+    let window_gate: &[&str] = &[PARTITION_KEY, "window"];
+    catalog.entries.extend([
+        rule(
+            Annotation::CR,
+            None,
+            false,
+            "no catalogue entry knows this spout's class: a spout is where tuples enter the topology, so it is taken as a source that emits what it reads (CR); if it punctuates or batches what it emits, an entry with `seal:` says so",
+            "spouts no entry matches",
+            "a spout emits what it reads from outside; that input is the spec's source, not a point of order",
+        ),
+        rule(
+            Annotation::OW,
+            Some(window_gate),
+            false,
+            "what the bolt computes over each window is user code; its count window is known from configMethods",
+            "window bolts with a count window",
+            "a count window fires every N tuples: which tuples fall in one depends on the order they arrive",
+        ),
+        rule(
+            Annotation::OW,
+            Some(window_gate),
+            true,
+            "what the bolt computes over each window is user code; its event-time window (timestamp field and lag) is known from configMethods",
+            "window bolts on event time",
+            "a window on a timestamp field fires when the watermark (the latest timestamp less the lag) passes its end: the watermark seals it (tuples later than the lag are dropped, which does depend on order)",
+        ),
+        rule(
+            Annotation::OW,
+            Some(window_gate),
+            false,
+            "what the bolt computes over each window is user code; its window, on the wall clock, is known from configMethods",
+            "window bolts on processing time",
+            "a window on the wall clock: which tuples fall in one depends on when they arrive, and nothing seals it",
+        ),
+    ]);
+    for (i, op) in topology.operators.iter().enumerate() {
+        if entries[i].is_some() {
+            continue;
+        }
+        entries[i] = match (op.kind, op.window) {
+            ("spout", _) => Some(first),
+            (_, Some(Window::Count)) => Some(first + 1),
+            (_, Some(Window::EventTime)) => Some(first + 2),
+            (_, Some(Window::ProcessingTime)) => Some(first + 3),
+            _ => None,
+        };
+    }
+}
+
+/// A name as an interface name: letters, digits, `-` and `_` (anything else `_`), at most 120
+/// characters.
+fn plain(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(120)
+        .collect()
+}
+
+/// Parses a Flux file (or a Heron ECO file, which has Flux's shape).
 pub fn parse(source: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
     let root = yaml::parse(source, limits).map_err(|d| vec![*d])?;
     let mut errors: Vec<Diagnostic> = Vec::new();
@@ -124,7 +255,7 @@ pub fn parse(source: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
                 "`includes` are not followed: the spouts, bolts and streams of the included files are missing from the import",
             )
             .at(inc.span, "not followed")
-            .help("import a Flux file with everything in it (run flux with --resolve to print the merged topology)"),
+            .help("Flux has no option that prints the merged topology: copy the spouts, bolts and streams of the included files into this one by hand (with `override: true` an included file's sections replace this file's, with `false` this file's are kept), and import the merged file"),
         );
     }
     if spouts.len() + bolts.len() > limits.max_components {
@@ -155,6 +286,16 @@ pub fn parse(source: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
                 .at(Span::new(root.span.offset, 0), "too many streams"),
         ]);
     }
+    // The beans `configMethods` refer to (`ref: id`), by id: their classes.
+    let components: HashMap<&str, &str> = list(&root, "components", &mut errors)
+        .iter()
+        .filter_map(|c| {
+            Some((
+                get(c, "id").and_then(Node::as_str)?,
+                get(c, "className").and_then(Node::as_str)?,
+            ))
+        })
+        .collect();
     let mut operators: Vec<Operator> = Vec::new();
     let mut by_id: HashMap<String, (usize, Span)> = HashMap::new();
     for (items, kind) in [(spouts, "spout"), (bolts, "bolt")] {
@@ -185,6 +326,9 @@ pub fn parse(source: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
                 Value::Int(n) if n > 0 => u64::try_from(n).ok(),
                 _ => None,
             });
+            if kind == "bolt" {
+                op.window = window_of(item, &components);
+            }
             if kind == "spout" {
                 op.reads.push(External {
                     name: format!("{id}-input"),
@@ -293,25 +437,26 @@ pub fn parse(source: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>>
         let (Some(f), Some(t)) = (ends[0], ends[1]) else {
             continue;
         };
+        // A named stream (`streamId`) is its own output of the component that emits it, and
+        // its own input of the bolt that subscribes to it.
+        let stream_id = grouping
+            .and_then(|g| get(g, "streamId"))
+            .and_then(Node::as_str)
+            .filter(|id| !id.is_empty() && *id != "default")
+            .map(plain);
         let via = grouping
             .and_then(|g| get(g, "type"))
             .and_then(Node::as_str)
             .map(|t| format!("{} grouping", t.to_ascii_uppercase()));
+        let from_name = plain(&operators[f].name);
         edges.push(Edge {
             from: f,
             to: t,
-            input: operators[f]
-                .name
-                .chars()
-                .map(|c| {
-                    if c.is_alphanumeric() || c == '-' || c == '_' {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .take(120)
-                .collect(),
+            input: match &stream_id {
+                Some(id) => format!("{from_name}-{id}"),
+                None => from_name,
+            },
+            output: stream_id.unwrap_or_else(|| "out".to_string()),
             partition,
             via,
             store: None,

@@ -42,6 +42,10 @@ pub use validate::parse;
 /// (called `key`, the plan does not name it), Kafka Streams' record key.
 pub const PARTITION_KEY: &str = "$key";
 
+/// The keys an operator groups or partitions by, in a gate, where the topology prints them
+/// (Flink SQL's `groupBy=[...]`); where it does not, `$group` is the partition key.
+pub const GROUP_KEY: &str = "$group";
+
 /// Coordination an entry says is already in place.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Order {
@@ -78,6 +82,10 @@ impl Entry {
             .map(|c| format!("`{c}`"))
             .or_else(|| self.names.first().map(|n| format!("name `{n}`")))
             .unwrap_or_default();
+        if pattern.is_empty() {
+            // A rule of an importer, which no pattern matches.
+            return self.origin.clone();
+        }
         format!("{pattern} ({})", self.origin)
     }
 

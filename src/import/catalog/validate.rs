@@ -1,7 +1,7 @@
 //! A catalogue's YAML read into entries: the fields of the document and of each entry, checked
 //! with the spec's codes and located in the catalogue's text, every error at once.
 
-use super::{Entry, Order, PARTITION_KEY, one_line};
+use super::{Entry, GROUP_KEY, Order, PARTITION_KEY, one_line};
 use crate::codes::{self, Code};
 use crate::diagnostic::{Diagnostic, LineIndex, Span};
 use crate::import::Engine;
@@ -462,7 +462,7 @@ impl Validator<'_> {
                 ok = false;
                 continue;
             };
-            let problem = if s == PARTITION_KEY {
+            let problem = if s == PARTITION_KEY || s == GROUP_KEY {
                 (!partition)
                     .then_some("is the partition key, which only a gate or an order can name")
             } else if s.is_empty() {

@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::class_of;
+use crate::codes;
 use crate::diagnostic::{Diagnostic, Span};
 use crate::import::{Edge, External, Operator, Partition, Topology, invalid};
 use crate::spec::{Input, Limit, Limits};
@@ -83,12 +84,20 @@ pub(super) fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<D
         nodes: Vec::new(),
         global: false,
         defined: HashMap::new(),
+        skipped: None,
+        trailing: None,
+        rejected: false,
+        rejected_names: HashSet::new(),
     };
     if !reader.read(text) {
         return Err(reader.errors);
     }
+    let warnings = reader.skip_warnings();
     let Reader {
-        mut errors, nodes, ..
+        mut errors,
+        nodes,
+        rejected_names,
+        ..
     } = reader;
     if nodes.is_empty() && errors.is_empty() {
         errors.push(invalid(
@@ -97,7 +106,7 @@ pub(super) fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<D
             "nothing to import",
         ));
     }
-    let mut edges = edges_between(&nodes, &mut errors);
+    let mut edges = edges_between(&nodes, &rejected_names, &mut errors);
     let outer = outer_joins(&nodes, &edges);
     if edges.len() > limits.max_streams {
         errors.push(invalid(
@@ -124,7 +133,7 @@ pub(super) fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<D
         operators,
         edges,
         stores,
-        warnings: Vec::new(),
+        warnings,
     })
 }
 
@@ -137,27 +146,58 @@ struct Reader<'l> {
     global: bool,
     /// Where each node name was first described.
     defined: HashMap<String, Span>,
+    /// The first line skipped before the topology, and how many were.
+    skipped: Option<(Span, usize)>,
+    /// The first line of the text skipped after the topology.
+    trailing: Option<Span>,
+    /// Whether the last node line was rejected: the edge lines below it belong to it, and its
+    /// error is enough.
+    rejected: bool,
+    /// The names of the node lines rejected: the edges naming them are not reported again.
+    rejected_names: HashSet<String>,
 }
 
 impl Reader<'_> {
     /// Reads every line; false when the file has more processors than the limit, whose error
     /// is then the last.
+    ///
+    /// Every layout Kafka Streams has printed is read: the 2.x+ one (`Topologies:`, one edge
+    /// list per line), the 1.0 one (`Sub-topologies:`, `Global Stores:`, a node and its edges
+    /// on one line, `NAME(topics: t)` without a space or brackets), and either copied from a
+    /// web page or a log (tabs, no-break spaces, any indentation). Text before the topology (a
+    /// log line, the head of ksqlDB's `EXPLAIN`) and after it, past a blank line (ksqlDB's
+    /// `Overridden Properties`), is skipped with a warning.
     fn read(&mut self, text: &str) -> bool {
+        let mut started = false;
+        let mut after_blank = false;
+        let mut global_stores_header = false;
         for (offset, raw) in lines(text) {
             let line = raw.trim();
             if line.is_empty() {
+                after_blank = started;
                 continue;
             }
             let lead = raw.len() - raw.trim_start().len();
             let at = offset + lead;
-            if line == "Topologies:" || line == "Topology:" {
+            let blank_before = std::mem::take(&mut after_blank);
+            if let Some(header) = header(line) {
+                started = true;
+                global_stores_header = false;
+                match header {
+                    Header::Topologies => {}
+                    Header::SubTopology { global } => self.global = global,
+                    Header::GlobalStores => {
+                        global_stores_header = true;
+                        self.global = true;
+                    }
+                }
                 continue;
             }
-            if let Some(rest) = line.strip_prefix("Sub-topology:") {
-                self.global = rest.contains("for global store");
+            if global_stores_header && line == "none" {
                 continue;
             }
             if let Some((kind, rest, skip)) = node_line(line) {
+                started = true;
                 if self.nodes.len() >= self.limits.max_components {
                     self.too_many_nodes(at);
                     // The processors past the limit are not read: the edges that name them
@@ -167,11 +207,17 @@ impl Reader<'_> {
                 self.node(kind, rest, at + skip, Span::new(at, line.len()));
                 continue;
             }
-            if let Some(list) = line
-                .strip_prefix("-->")
-                .or_else(|| line.strip_prefix("<--"))
-            {
-                self.edge_line(line.starts_with("-->"), list, Span::new(at, line.len()));
+            if line.starts_with("-->") || line.starts_with("<--") {
+                started = true;
+                self.edge_lines(line, at);
+                continue;
+            }
+            if !started || blank_before {
+                // Not the topology: what precedes it, or what follows it past a blank line.
+                self.skipped(started, line, at);
+                if started {
+                    break;
+                }
                 continue;
             }
             self.not_understood(line, at);
@@ -181,9 +227,57 @@ impl Reader<'_> {
                 break;
             }
         }
+        if self.nodes.is_empty()
+            && let Some((span, _)) = self.skipped.take()
+        {
+            // Nothing but skipped text: it was not a topology at all, and its first line is
+            // the one to show.
+            let line = &text[span.offset..span.end()];
+            self.not_understood(line, span.offset);
+        }
         true
     }
 
+    /// A line outside the topology (`after`: past its end), remembered for the warning.
+    fn skipped(&mut self, after: bool, line: &str, at: usize) {
+        let span = Span::new(at, line.len());
+        if after {
+            self.trailing = Some(span);
+            return;
+        }
+        match &mut self.skipped {
+            Some((_, n)) => *n += 1,
+            None => self.skipped = Some((span, 1)),
+        }
+    }
+
+    /// The warnings of lines the reader skipped, before and after the topology.
+    fn skip_warnings(&self) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        if let Some((span, n)) = self.skipped {
+            let lines = if n == 1 {
+                "1 line before the topology (a log line, the head of ksqlDB's `EXPLAIN`) is not a topology description and was skipped".to_string()
+            } else {
+                format!(
+                    "{n} lines before the topology (a log line, the head of ksqlDB's `EXPLAIN`) are not a topology description and were skipped"
+                )
+            };
+            out.push(
+                Diagnostic::new(&codes::MISSING_INFORMATION, lines).at(span, "skipped from here"),
+            );
+        }
+        if let Some(span) = self.trailing {
+            out.push(
+                Diagnostic::new(
+                    &codes::MISSING_INFORMATION,
+                    "the topology ends at the blank line above: the text from here is not a topology description and was skipped",
+                )
+                .at(span, "skipped from here")
+                .help("if the topology goes on below, remove the blank line and what is not the topology"),
+            );
+        }
+        out
+    }
     fn too_many_nodes(&mut self, at: usize) {
         self.errors.push(
             Limit::Components
@@ -199,22 +293,23 @@ impl Reader<'_> {
     }
 
     /// A `Source:`, `Processor:` or `Sink:` line: `rest` follows the prefix, starting at
-    /// offset `rest_at` (before its leading blanks); `line` is the whole line.
+    /// offset `rest_at` (before its leading blanks); `line` is the whole line. In the 1.0
+    /// layout the node's edges follow on the same line.
     fn node(&mut self, kind: Kind, rest: &str, rest_at: usize, line: Span) {
-        let lead_name = rest.len() - rest.trim_start().len();
+        self.rejected = true;
+        let (head, edges) = split_edges(rest);
+        let lead_name = head.len() - head.trim_start().len();
         let rest_at = rest_at + lead_name;
-        let rest = rest.trim_start();
-        let (name, details) = name_and_details(rest, rest_at);
-        if details.is_none()
-            && let Some(open) = rest.find(" (")
-        {
-            self.errors.push(invalid(
-                Span::new(rest_at + open + 1, rest.len() - open - 1),
-                format!("the `(` after `{}` is never closed", &rest[..open]),
-                "unclosed",
-            ));
-            return;
-        }
+        let head = head.trim();
+        let candidate = head.split('(').next().unwrap_or(head).trim();
+        self.rejected_names.insert(candidate.to_string());
+        let (name, details) = match name_and_details(head, rest_at) {
+            Ok(x) => x,
+            Err(e) => {
+                self.errors.push(*e);
+                return;
+            }
+        };
         if name.is_empty() {
             self.errors.push(invalid(
                 line,
@@ -260,19 +355,43 @@ impl Reader<'_> {
         }
         self.defined.insert(name.to_string(), span);
         self.nodes.push(node);
+        self.rejected = false;
+        self.rejected_names.remove(name);
+        let base = rest_at - lead_name;
+        let rest_start = rest.as_ptr() as usize;
+        for (forward, list) in edges {
+            let list_at = base + (list.as_ptr() as usize - rest_start);
+            self.edges_of_last(forward, list, list_at);
+        }
     }
 
-    /// A `-->` (`forward`) or `<--` line: successors or predecessors of the node above.
-    fn edge_line(&mut self, forward: bool, list: &str, line: Span) {
-        let Some(node) = self.nodes.last_mut() else {
+    /// A line of edges (`-->` or `<--`, maybe both, as in the 1.0 layout) at offset `at`: the
+    /// successors or predecessors of the node above.
+    fn edge_lines(&mut self, line: &str, at: usize) {
+        if self.rejected {
+            return;
+        }
+        if self.nodes.is_empty() {
             self.errors.push(invalid(
-                line,
+                Span::new(at, line.len()),
                 "an edge line (`-->` or `<--`) before any processor",
                 "no processor above",
             ));
             return;
+        }
+        let (_, edges) = split_edges(line);
+        let start = line.as_ptr() as usize;
+        for (forward, list) in edges {
+            self.edges_of_last(forward, list, at + (list.as_ptr() as usize - start));
+        }
+    }
+
+    /// The names of `list` (at offset `at`) as successors or predecessors of the last node.
+    fn edges_of_last(&mut self, forward: bool, list: &str, at: usize) {
+        let Some(node) = self.nodes.last_mut() else {
+            return;
         };
-        let names: Vec<(String, Span)> = items(list, line.offset + 3)
+        let names: Vec<(String, Span)> = items(list, at)
             .into_iter()
             .filter(|(n, _)| n != "none")
             .collect();
@@ -310,16 +429,138 @@ fn node_line(line: &str) -> Option<(Kind, &str, usize)> {
     .find_map(|(prefix, kind)| Some((kind, line.strip_prefix(prefix)?, prefix.len())))
 }
 
-/// `NAME (details)`: the details are the last parenthesised group, with where they start.
-fn name_and_details(rest: &str, rest_at: usize) -> (&str, Option<(&str, usize)>) {
-    let (name, details) = match rest.rfind(" (") {
-        Some(i) if rest.ends_with(')') => (
-            &rest[..i],
-            Some((&rest[i + 2..rest.len() - 1], rest_at + i + 2)),
-        ),
-        _ => (rest, None),
+/// The headers of a describe text.
+enum Header {
+    /// `Topologies:` (2.x+), `Sub-topologies:` (1.0), `Topology:`.
+    Topologies,
+    /// `Sub-topology: N`, maybe `for global store (will not generate tasks)`.
+    SubTopology { global: bool },
+    /// `Global Stores:` (1.0), followed by `none` or `GlobalStore: N` sub-topologies.
+    GlobalStores,
+}
+
+fn header(line: &str) -> Option<Header> {
+    match line {
+        "Topologies:" | "Topology:" | "Sub-topologies:" => return Some(Header::Topologies),
+        "Global Stores:" => return Some(Header::GlobalStores),
+        _ => {}
+    }
+    if let Some(rest) = line.strip_prefix("Sub-topology:") {
+        return Some(Header::SubTopology {
+            global: rest.contains("for global store"),
+        });
+    }
+    if line.starts_with("GlobalStore:") {
+        return Some(Header::SubTopology { global: true });
+    }
+    None
+}
+
+/// The part of a line before its first `-->` or `<--` (one that starts a word), and each
+/// edge list after it with its direction (`true` for `-->`).
+fn split_edges(s: &str) -> (&str, Vec<(bool, &str)>) {
+    let marks: Vec<(usize, bool)> = s
+        .match_indices("-->")
+        .map(|(i, _)| (i, true))
+        .chain(s.match_indices("<--").map(|(i, _)| (i, false)))
+        .filter(|&(i, _)| {
+            s[..i]
+                .chars()
+                .next_back()
+                .is_none_or(|c| c.is_whitespace() || c == ')')
+        })
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into_iter()
+        .collect();
+    let Some(&(first, _)) = marks.first() else {
+        return (s, Vec::new());
     };
-    (name.trim_end(), details)
+    let lists = marks
+        .iter()
+        .enumerate()
+        .map(|(k, &(i, forward))| {
+            let end = marks.get(k + 1).map_or(s.len(), |m| m.0);
+            (forward, &s[i + 3..end])
+        })
+        .collect();
+    (&s[..first], lists)
+}
+
+/// A node's name, and its details with the offset where they start.
+type NameAndDetails<'a> = (&'a str, Option<(&'a str, usize)>);
+
+/// `NAME (details)` or `NAME(details)` (`head` starts at offset `at`): the name, and the
+/// details (the parenthesised group that ends the head) with where they start; or the error
+/// that says what is wrong with the head.
+fn name_and_details(head: &str, at: usize) -> Result<NameAndDetails<'_>, Box<Diagnostic>> {
+    if head.ends_with(')') {
+        // The group that ends the head, from its matching `(`: a name may hold parentheses.
+        let mut depth = 0usize;
+        for (i, c) in head.char_indices().rev() {
+            match c {
+                ')' => depth += 1,
+                '(' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        let details = &head[i + 1..head.len() - 1];
+                        return Ok((head[..i].trim_end(), Some((details, at + i + 1))));
+                    }
+                }
+                _ => {}
+            }
+        }
+        return Err(Box::new(invalid(
+            Span::new(at + head.len() - 1, 1),
+            format!("the `)` that ends `{}` closes no `(`", shown(head)),
+            "unmatched",
+        )));
+    }
+    let Some(open) = head.find('(') else {
+        return Ok((head, None));
+    };
+    let name = head[..open].trim_end();
+    let mut depth = 0usize;
+    for (i, c) in head[open..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    // Closed, and something follows that is neither details nor edges.
+                    let tail = &head[open + i + 1..];
+                    let after = tail.trim();
+                    let after_at = at + open + i + 1 + (tail.len() - tail.trim_start().len());
+                    return Err(Box::new(invalid(
+                        Span::new(after_at, after.len()),
+                        format!(
+                            "unexpected `{}` after `{}`: a node line ends with its details, or its edges (`-->`, `<--`)",
+                            shown(after),
+                            shown(&head[open..open + i + 1])
+                        ),
+                        "not understood",
+                    )));
+                }
+            }
+            _ => {}
+        }
+    }
+    Err(Box::new(invalid(
+        Span::new(at + open, head.len() - open),
+        format!(
+            "the `(` after `{}` is never closed (expected `(topics: [...])`, `(stores: [...])` or `(topic: ...)`)",
+            shown(name)
+        ),
+        "unclosed",
+    )))
+}
+
+/// A piece of a line as a message quotes it: at most 60 characters.
+fn shown(s: &str) -> String {
+    let mut out: String = s.chars().take(60).collect();
+    if out.len() < s.len() {
+        out.push('…');
+    }
+    out
 }
 
 impl Node {
@@ -359,7 +600,11 @@ impl Node {
 
 /// The edges the `-->` and `<--` lines name, once per pair, in the order of the nodes; a name
 /// that is no node's is an error.
-fn edges_between(nodes: &[Node], errors: &mut Vec<Diagnostic>) -> Vec<Edge> {
+fn edges_between(
+    nodes: &[Node],
+    rejected: &HashSet<String>,
+    errors: &mut Vec<Diagnostic>,
+) -> Vec<Edge> {
     let index: HashMap<&str, usize> = nodes
         .iter()
         .enumerate()
@@ -376,11 +621,26 @@ fn edges_between(nodes: &[Node], errors: &mut Vec<Diagnostic>) -> Vec<Edge> {
             .chain(n.predecessors.iter().map(|p| (p, false)));
         for ((other, span), forward) in both {
             let Some(&j) = index.get(other.as_str()) else {
-                errors.push(invalid(
-                    *span,
-                    format!("`{other}` is not a processor of this topology"),
-                    "unknown processor",
-                ));
+                if rejected.contains(other) {
+                    // Its line is wrong, and reported: the edge is not a second error.
+                    continue;
+                }
+                let role = if forward {
+                    "a successor"
+                } else {
+                    "a predecessor"
+                };
+                errors.push(
+                    invalid(
+                        *span,
+                        format!(
+                            "`{other}` is named as {role} of `{}` but never described: the topology looks cut short",
+                            n.name
+                        ),
+                        "never described",
+                    )
+                    .help("give the whole text of `describe()`: each processor an edge names has its own `Source:`, `Processor:` or `Sink:` line"),
+                );
                 continue;
             };
             let (from, to) = if forward { (i, j) } else { (j, i) };
@@ -399,6 +659,7 @@ fn keyed_edge(from: usize, to: usize, via: Option<String>, span: Span) -> Edge {
         from,
         to,
         input: "in".into(),
+        output: "out".into(),
         partition: Partition::Keys(vec!["key".into()]),
         via,
         store: None,

@@ -34,18 +34,35 @@
 //! written as a Java string and maps its spans back to the file.
 
 mod describe;
+mod named;
 mod orders;
 
 use super::Topology;
 use crate::diagnostic::{Diagnostic, Span};
 use crate::spec::Limits;
 
+pub use named::judge;
 pub use orders::derive_orders;
 
 use describe::parse_plain;
 
-/// The class a processor's name stands for: without the numeric suffixes.
+/// The class a processor's name stands for: without the numeric suffixes, and without a
+/// user's prefix before a generated name (`orders-KSTREAM-FILTER-0000000003`).
 pub fn class_of(name: &str) -> String {
+    let mut s = strip_numbers(name);
+    for generated in ["-KSTREAM-", "-KTABLE-", "-COGROUPKSTREAM-"] {
+        if let Some(i) = s.find(generated)
+            && s.len() < name.len()
+        {
+            s = &s[i + 1..];
+            break;
+        }
+    }
+    s.to_string()
+}
+
+/// A name without the numeric suffixes Kafka Streams adds.
+fn strip_numbers(name: &str) -> &str {
     let mut s = name;
     while let Some(i) = s.rfind('-') {
         let tail = &s[i + 1..];
@@ -55,7 +72,7 @@ pub fn class_of(name: &str) -> String {
             break;
         }
     }
-    s.to_string()
+    s
 }
 
 /// If the text is a describe output written as a Java string (a log line, a test's expected
@@ -170,6 +187,12 @@ mod tests {
         assert_eq!(class_of("KSTREAM-BRANCH-0000000001-0"), "KSTREAM-BRANCH");
         assert_eq!(class_of("orders-this-join"), "orders-this-join");
         assert_eq!(class_of("-1"), "-1");
+        assert_eq!(
+            class_of("orders-KSTREAM-FILTER-0000000003"),
+            "KSTREAM-FILTER"
+        );
+        // A user's name that happens to hold the word, without a generated suffix, is kept.
+        assert_eq!(class_of("to-KTABLE-view"), "to-KTABLE-view");
     }
 
     #[test]

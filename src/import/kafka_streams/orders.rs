@@ -62,6 +62,7 @@ pub fn derive_orders(
                     from: w,
                     to: *i,
                     input: format!("store-{iface}"),
+                    output: "out".into(),
                     partition: Partition::Keys(vec!["key".into()]),
                     via: Some(format!("state store `{s}`")),
                     store: Some(s.clone()),

@@ -13,7 +13,11 @@
 //! `(` and its id, `Window-4`. A `HASH` shipment is a `keyBy`: the consumer is keyed, by a key
 //! the plan does not name (`key` in gates, with a warning); `BROADCAST` gives every instance
 //! every record (the consumer is replicated); the other strategies do not partition by key.
-//! The job graph of the REST API (`description`, `inputs`) is read the same way.
+//! The job graph of the REST API (`description`, `inputs`) is read the same way, and Flink
+//! SQL's `EXPLAIN` text by `explain`.
+
+mod explain;
+mod sql;
 
 use std::collections::HashMap;
 
@@ -75,8 +79,32 @@ fn partition_of(strategy: &str) -> Option<Partition> {
     })
 }
 
+/// The SQL planner's operators by their kind (see the `sql` module): the class is the kind, with
+/// the time it runs on for a timed one; the keys it groups by are `$group`; a sink's writer
+/// and committer are sinks.
+fn planner_operators(operators: &mut [Operator], texts: &[String]) {
+    let mut times = sql::Times::default();
+    for t in texts {
+        times.read(t);
+    }
+    for (op, text) in operators.iter_mut().zip(texts) {
+        let text = sql::without_ids(text);
+        let Some(kind) = sql::kind(&op.class) else {
+            continue;
+        };
+        op.class = times.class(kind, &text);
+        op.group = sql::group_keys(kind, &text);
+        if sql::is_sink(kind) {
+            op.kind = "sink";
+        }
+    }
+}
+
 /// Parses an execution plan.
 pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
+    if explain::is_explain(text) {
+        return explain::parse(text, limits);
+    }
     let root = yaml::parse(text, limits).map_err(|d| vec![*d])?;
     let mut errors: Vec<Diagnostic> = Vec::new();
     let mut warnings: Vec<Diagnostic> = Vec::new();
@@ -116,6 +144,9 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
     let mut by_id: HashMap<String, (usize, usize, Span)> = HashMap::new();
     let mut inputs: Vec<(usize, &Node)> = Vec::new();
     let mut edges: Vec<Edge> = Vec::new();
+    // What each operator's node says of it (its type, and a lone operator's description), for
+    // the SQL planner's operators.
+    let mut texts: Vec<String> = Vec::new();
     for item in items {
         if !matches!(item.value, Value::Map(_)) {
             errors.push(invalid(
@@ -183,13 +214,24 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
             .filter(|s| !s.is_empty())
             .collect();
         let first = operators.len();
+        let described = ["contents", "description"]
+            .iter()
+            .filter_map(|k| get(item, k).and_then(Node::as_str))
+            .map(unescape)
+            .find(|d| d.contains('('))
+            .filter(|_| chain.len() == 1);
         for (k, part) in chain.iter().enumerate() {
+            texts.push(match &described {
+                Some(d) => format!("{part} {d}"),
+                None => part.clone(),
+            });
             let suffix = if chain.len() > 1 {
                 format!("{id}.{}", k + 1)
             } else {
                 id.clone()
             };
-            let mut op = Operator::new(short(part, &suffix), part.clone(), "operator", ty_span);
+            let plain = sql::without_ids(part);
+            let mut op = Operator::new(short(&plain, &suffix), plain, "operator", ty_span);
             op.parallelism = parallelism;
             if k == 0 && (pact == "Data Source" || part.starts_with("Source:")) {
                 op.kind = "source";
@@ -206,6 +248,7 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
                     from: operators.len() - 1,
                     to: operators.len(),
                     input: "in".into(),
+                    output: "out".into(),
                     partition: Partition::None,
                     via: Some("chained in one task (FORWARD)".into()),
                     store: None,
@@ -288,6 +331,7 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
                 from,
                 to,
                 input,
+                output: "out".into(),
                 partition,
                 via,
                 store: None,
@@ -313,6 +357,7 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Topology, Vec<Diagnostic>> {
             "nothing to import",
         ));
     }
+    planner_operators(&mut operators, &texts);
     if !errors.is_empty() {
         return Err(errors);
     }
