@@ -7,6 +7,7 @@ use crate::analysis::{self, Analysis, FailOn};
 use crate::diagnostic::{self, Diagnostic, Severity};
 use crate::graph::{self, Dataflow};
 use crate::lint::Lints;
+use crate::plan;
 use crate::spec::{self, Limits};
 
 /// How to check a spec: the failure threshold, the resource limits, and whether findings
@@ -172,12 +173,15 @@ fn check_here(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
         };
     }
     let mut analysis = analysis::analyze_with(&mut dataflow, options.fail_on, options.chain_notes);
+    let mut found = std::mem::take(&mut analysis.diagnostics);
+    // The help of a point of order names only fixes the planner's evaluation shows remove it.
+    plan::advise(&dataflow, &analysis, &mut found, options.fail_on);
     // The analysis' diagnostics move into the report's list (big specs have hundreds of
     // thousands); usually there is nothing before them, and the list, sorted, is taken.
     if diags.is_empty() {
-        diags = std::mem::take(&mut analysis.diagnostics);
+        diags = found;
     } else {
-        diags.append(&mut analysis.diagnostics);
+        diags.append(&mut found);
         diagnostic::sort(&mut diags);
     }
     let denied = lints.apply(&mut diags);
