@@ -352,8 +352,9 @@ impl Labeling {
 
     /// Reverts `choice` from exact labels, re-deriving at most `budget` components; returns
     /// whether the propagation completed. Incomplete, the labels are a lower bound of the
-    /// true ones (the revert only raises them): every point of order and failing sink seen
-    /// is real, some may be missing. Call [`rollback`](Self::rollback) afterwards.
+    /// true ones (the revert only raises them): every failing sink seen is real, and so is
+    /// every point of order but a written `Inst` (C003), which an input raised further to
+    /// `Diverge` no longer makes; some may be missing. Call [`rollback`](Self::rollback) afterwards.
     pub fn revert_within(&mut self, choice: Choice, budget: usize) -> bool {
         self.evaluations += 1;
         self.revert_choice(choice);
