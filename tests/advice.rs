@@ -315,3 +315,75 @@ fn a_transient_write_names_where_its_inst_comes_from_in_sarif_and_github() {
         "{c002}"
     );
 }
+
+/// `blazes plan --from ENGINE --format json FILE`'s mechanisms: (kind, runtime).
+fn plan_runtimes(args: &[&str]) -> Vec<(String, String)> {
+    let out = Command::new(env!("CARGO_BIN_EXE_blazes"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("blazes runs");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    v["files"][0]["mechanisms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["kind"].as_str().unwrap().to_string(),
+                m["runtime"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn plans_on_imported_topologies_are_stated_in_the_engine_terms_too() {
+    let cases = [
+        (
+            "kafka-streams",
+            "tests/fixtures/import/kafka-streams/tables.txt",
+            "; in Kafka Streams: repartition KTABLE-JOINTHIS-0000000009's input by (key) (`selectKey`, then `repartition()` or `groupByKey()`)",
+        ),
+        (
+            "kafka-streams",
+            "tests/fixtures/import/kafka-streams/tables.txt",
+            "and co-partition its inputs (the same number of partitions and the same partitioner for every input topic)",
+        ),
+        (
+            "flink",
+            "tests/fixtures/import/flink/keyed-aggregations.json",
+            "; in Flink: `keyBy(key)` in front of Keyed_Aggregation-2",
+        ),
+        (
+            "storm-flux",
+            "tests/fixtures/import/storm-flux/wordcount.yaml",
+            "; in Storm: fields grouping on (word) into count (`fieldsGrouping(..., new Fields(\"word\"))`)",
+        ),
+    ];
+    for (engine, file, expected) in cases {
+        let runtimes = plan_runtimes(&["plan", "--from", engine, "--format", "json", file]);
+        assert!(
+            runtimes
+                .iter()
+                .any(|(k, r)| k == "keyed-order" && r.contains(expected)),
+            "{engine} {file}: {runtimes:?}"
+        );
+        // Every mechanism says it in the spec's terms, then in the engine's.
+        let name = match engine {
+            "kafka-streams" => "Kafka Streams",
+            "flink" => "Flink",
+            _ => "Storm",
+        };
+        assert!(
+            runtimes
+                .iter()
+                .all(|(_, r)| r.contains(&format!("; in {name}: "))),
+            "{runtimes:?}"
+        );
+    }
+    // A spec (not imported) has only the spec's terms.
+    let spec = plan_runtimes(&["plan", "--format", "json", "specs/wordcount.yaml"]);
+    assert!(!spec.is_empty());
+    assert!(spec.iter().all(|(_, r)| !r.contains("; in ")), "{spec:?}");
+}
