@@ -189,10 +189,15 @@ impl Advisor<'_> {
                 None => reason,
             };
         }
+        let keyed_shown = verified.iter().take(SHOWN).any(|f| {
+            f.choices
+                .iter()
+                .any(|ch| ch.kind() == super::model::Kind::KeyedOrder)
+        });
         let shown: Vec<String> = verified
             .iter()
             .take(SHOWN)
-            .map(|f| describe(df, keys, point.component, point.path, f))
+            .map(|f| describe(df, keys, point.component, point.path, keyed_shown, f))
             .collect();
         let fixes = shown.join("; or ");
         match why {
@@ -485,7 +490,14 @@ fn existing_order_why(df: &Dataflow, keys: &Keys, point: &PointOfOrder) -> Optio
 }
 
 /// A verified fix in words.
-fn describe(df: &Dataflow, keys: &Keys, at: CompId, point_path: usize, fix: &Fix) -> String {
+fn describe(
+    df: &Dataflow,
+    keys: &Keys,
+    at: CompId,
+    point_path: usize,
+    keyed_shown: bool,
+    fix: &Fix,
+) -> String {
     let c = &df.component(at).name;
     let mut parts: Vec<String> = Vec::new();
     for &ch in &fix.choices {
@@ -508,6 +520,10 @@ fn describe(df: &Dataflow, keys: &Keys, at: CompId, point_path: usize, fix: &Fix
                 ..
             } => {
                 let k = keys.display(k);
+                // The help has just said why the existing keyed order does not cover the gate.
+                if let Some(Order::Keys(_)) = df.component(at).order {
+                    return format!("replace it with `order: [{k}]`");
+                }
                 return format!("order {c}'s inputs per ({k}): `order: [{k}]`");
             }
             Choice::Order {
@@ -515,6 +531,12 @@ fn describe(df: &Dataflow, keys: &Keys, at: CompId, point_path: usize, fix: &Fix
                 ..
             } => {
                 let p = &df.component(at).paths[point_path];
+                if let Some(Order::Keys(_)) = df.component(at).order {
+                    return match keyed_shown {
+                        true => "replace it with `order: global`".to_string(),
+                        false => "no keyed order covers both this gate and the ones it protects; use `order: global`".to_string(),
+                    };
+                }
                 return match p.gate {
                     Some(Gate::Keys(_)) => format!("order {c}'s inputs globally: `order: global`"),
                     _ => format!(
@@ -556,5 +578,15 @@ fn describe(df: &Dataflow, keys: &Keys, at: CompId, point_path: usize, fix: &Fix
             }
         }
     };
-    format!("{what} and buffer each partition at {c} (a seal barrier)")
+    let whole = fix
+        .choices
+        .iter()
+        .all(|ch| matches!(ch, Choice::AddSeal { key, .. } if *key == KeySet::EMPTY))
+        && fix.streams.iter().all(|&(_, k)| k == KeySet::EMPTY);
+    let buffered = if whole {
+        "the whole stream"
+    } else {
+        "each partition"
+    };
+    format!("{what} and buffer {buffered} at {c} (a seal barrier)")
 }
