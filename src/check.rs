@@ -8,6 +8,7 @@ use crate::compose::{self, Files, Loader};
 use crate::diagnostic::{self, Diagnostic, Severity, Span};
 use crate::graph::{self, Dataflow};
 use crate::lint::Lints;
+use crate::plan;
 use crate::spec::{self, Limits};
 
 /// How to check a spec: the failure threshold, the resource limits, and whether findings
@@ -255,12 +256,15 @@ fn check_here(
         };
     }
     let mut analysis = analysis::analyze_with(&mut dataflow, options.fail_on, options.chain_notes);
+    let mut found = std::mem::take(&mut analysis.diagnostics);
+    // The help of a point of order names only fixes the planner's evaluation shows remove it.
+    plan::advise(&dataflow, &analysis, &mut found, options.fail_on);
     // The analysis' diagnostics move into the report's list (big specs have hundreds of
     // thousands); usually there is nothing before them, and the list, sorted, is taken.
     if diags.is_empty() {
-        diags = std::mem::take(&mut analysis.diagnostics);
+        diags = found;
     } else {
-        diags.append(&mut analysis.diagnostics);
+        diags.append(&mut found);
         diagnostic::sort(&mut diags);
     }
     let denied = lints.apply(&mut diags);

@@ -204,6 +204,9 @@ pub struct Dataflow {
     pub component_vertex: Vec<NodeIndex>,
     pub source_vertex: Vec<NodeIndex>,
     pub sink_vertex: Vec<NodeIndex>,
+    /// The engine whose topology this was imported from (`check`/`plan --from`), so that the
+    /// plan can also be stated in the engine's terms; `None` for a spec.
+    pub engine: Option<crate::import::Engine>,
 }
 
 impl Dataflow {

@@ -542,18 +542,10 @@ fn explanations_are_true(ev: &mut Evaluator, p: &Plan) {
             .into_iter()
             .map(str::to_string)
             .collect();
-        // An explanation cut at its budget lists the points of a partly re-derived labeling,
-        // whose labels lie between the plan's and the truth without the mechanism: there a
-        // `CW` path can be fed `Inst` (a transient-write) that the full fixpoint raises to
-        // `Diverge`, which is no point of order. Only that kind may fail to come back, and only
-        // in an incomplete explanation.
-        let stray: Vec<_> = listed
-            .difference(&back)
-            .filter(|p| m.fixes_complete || p.3 != "transient-write")
-            .collect();
         assert!(
-            stray.is_empty(),
-            "mechanism {i} lists points that do not come back: {stray:?}"
+            listed.is_subset(&back),
+            "mechanism {i} lists points that do not come back: {:?}",
+            listed.difference(&back).collect::<Vec<_>>()
         );
         assert!(
             sinks.is_subset(&failing),

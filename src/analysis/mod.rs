@@ -28,7 +28,7 @@ use crate::graph::{CompId, Dataflow, IfaceId, SinkId, SourceId, StreamId};
 use crate::label::{KeySet, Label};
 
 pub use crate::label::FailOn;
-pub use diagnostics::point_code;
+pub use diagnostics::{INST_WRITE, PLAN_HELP, needs_advice, point_code};
 pub(crate) use fixpoint::eval_component;
 pub use fixpoint::propagate;
 // The tests' reference fixpoint, not part of the API.

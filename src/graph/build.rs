@@ -247,6 +247,7 @@ impl Builder {
             component_vertex,
             source_vertex,
             sink_vertex,
+            engine: None,
         };
         (dataflow, self.diags)
     }

@@ -352,6 +352,9 @@ pub fn check_imported(
         ..options.clone()
     };
     let mut report = check::check_owned(path, imported.spec.into_bytes(), &spec_options);
+    if let Outcome::Analysed(a) = &mut report.outcome {
+        a.dataflow.engine = Some(engine);
+    }
     remap::into_file(&mut report, &imported.map, text);
     let diags = match &mut report.outcome {
         Outcome::Invalid(d) => d,

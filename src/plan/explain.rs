@@ -264,6 +264,12 @@ pub(super) fn mechanisms(
             })
             .map(|(c, path, kind)| point_ref(lab.dataflow(), lab.labels().iface, c, path, kind))
             .filter(|p| !after_points.contains(p))
+            // Cut at the budget, the labels lie between the plan's and the truth without the
+            // mechanism. Every point of order is there for good once its input is that bad,
+            // but one: a written `Inst` (C003) is no point once its input rises to `Diverge`,
+            // which the rest of the propagation may do. An incomplete list leaves those out
+            // rather than list a point that does not come back.
+            .filter(|p| complete || p.kind != analysis::INST_WRITE.name)
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();

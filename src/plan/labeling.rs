@@ -28,7 +28,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::analysis::{self, FailOn, PointKind};
-use crate::graph::{CompId, Dataflow, IfaceId, Order, SinkId};
+use crate::graph::{CompId, Dataflow, IfaceId, Order, SinkId, StreamId};
 use crate::label::{KeySet, Keys, Label};
 
 mod derive;
@@ -55,6 +55,7 @@ enum Undo {
     Local(u32, (u32, u32)),
     Order(u32, Option<Order>),
     Seal(u32, Option<KeySet>),
+    StreamSeal(u32, Option<KeySet>),
 }
 
 /// A position in the undo log, and the score there.
@@ -116,6 +117,23 @@ impl Labeling {
     pub fn new(df: &Dataflow, fail_on: FailOn) -> Self {
         let mut df = df.clone();
         let labels = analysis::propagate(&mut df);
+        Self::at(df, labels, fail_on)
+    }
+
+    /// The labeling of `df` from labels already at its fixpoint (an analysis of `df` as
+    /// given): no second propagation.
+    pub fn with_labels(df: &Dataflow, labels: &analysis::Labels, fail_on: FailOn) -> Self {
+        let labels = analysis::Labels {
+            iface: labels.iface.clone(),
+            stream: labels.stream.clone(),
+            sink: labels.sink.clone(),
+            witness: Vec::new(),
+            cause: Vec::new(),
+        };
+        Self::at(df.clone(), labels, fail_on)
+    }
+
+    fn at(df: Dataflow, labels: analysis::Labels, fail_on: FailOn) -> Self {
         let (scc_of, scc_start, scc_list, cyclic) = sccs(&df);
         let n_if = df.ifaces.len();
         let mut me = Labeling {
@@ -224,6 +242,7 @@ impl Labeling {
                 Undo::Local(c, l) => self.local[c as usize] = l,
                 Undo::Order(c, o) => self.df.components[c as usize].order = o,
                 Undo::Seal(s, k) => self.df.sources[s as usize].seal = k,
+                Undo::StreamSeal(s, k) => self.df.streams[s as usize].seal = k,
             }
         }
         self.touched.truncate(cp.touched);
@@ -333,12 +352,46 @@ impl Labeling {
 
     /// Reverts `choice` from exact labels, re-deriving at most `budget` components; returns
     /// whether the propagation completed. Incomplete, the labels are a lower bound of the
-    /// true ones (the revert only raises them): every point of order and failing sink seen
-    /// is real, some may be missing. Call [`rollback`](Self::rollback) afterwards.
+    /// true ones (the revert only raises them): every failing sink seen is real, and so is
+    /// every point of order but a written `Inst` (C003), which an input raised further to
+    /// `Diverge` no longer makes; some may be missing. Call [`rollback`](Self::rollback) afterwards.
     pub fn revert_within(&mut self, choice: Choice, budget: usize) -> bool {
         self.evaluations += 1;
         self.revert_choice(choice);
         !self.settle_until(Stop::Budget(budget))
+    }
+
+    /// Applies `choices` and declares `stream_seals` (a stream's `seal:`: its producer
+    /// punctuates that key) on top of the current state, re-deriving at most `budget`
+    /// components; returns whether the propagation completed. Every component it re-derived
+    /// was re-derived from exact inputs (upstream first), and the others keep their labels,
+    /// which only the change could have lowered: a point of order absent from a re-derived
+    /// component is absent from the complete propagation too. Counts one evaluation; call
+    /// [`rollback`](Self::rollback) afterwards.
+    pub fn try_within(
+        &mut self,
+        choices: &[Choice],
+        stream_seals: &[(StreamId, KeySet)],
+        budget: usize,
+    ) -> bool {
+        self.evaluations += 1;
+        for &c in choices {
+            self.set_choice(c);
+        }
+        for &(s, k) in stream_seals {
+            self.set_stream_seal(s, Some(k));
+        }
+        !self.settle_until(Stop::Budget(budget))
+    }
+
+    /// Whether component `c` was re-derived since `cp`.
+    pub fn touched_since_contains(&self, cp: &Checkpoint, c: CompId) -> bool {
+        self.touched[cp.touched..].contains(&c)
+    }
+
+    /// Components re-derived since `cp`, with repeats: the work a trial did.
+    pub fn work_since(&self, cp: &Checkpoint) -> usize {
+        self.touched.len() - cp.touched
     }
 
     /// Solves every cycle from unreached: afterwards the labels are the least fixpoint

@@ -24,6 +24,7 @@
 //!
 //! Must not know: YAML text (that is [`apply`]), output formats, files.
 
+pub mod advice;
 pub mod apply;
 mod candidates;
 mod cost;
@@ -40,6 +41,7 @@ mod search;
 use crate::analysis::{self, FailOn};
 use crate::graph::Dataflow;
 
+pub use advice::advise;
 pub use candidates::{Candidate, candidates};
 pub use cost::cost;
 pub use evaluator::{Evaluator, upper_bound};

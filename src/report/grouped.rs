@@ -74,7 +74,20 @@ impl Finding {
         };
         let (df, an) = (&a.dataflow, &a.analysis);
         let chain = match &self.kind {
-            Kind::Point { point, .. } => an.points[*point].chain.clone(),
+            Kind::Point { point, .. } => {
+                // The input's label begins at the first stream that carries it (or worse): an
+                // `Inst` written into state (C003) comes from the read that made it, not from
+                // the source at the head of the chain, where the stream was still `Async`.
+                let p = &an.points[*point];
+                let first = p
+                    .chain
+                    .iter()
+                    .position(|s| {
+                        an.labels.stream[s.index()].is_some_and(|l| l.is_at_least(p.input_label))
+                    })
+                    .unwrap_or(0);
+                p.chain[first..].to_vec()
+            }
             Kind::Sink { verdict } => analysis::sink_chain(df, &an.labels, &an.sinks[*verdict]),
             Kind::Other => return None,
         };

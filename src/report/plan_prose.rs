@@ -2,9 +2,12 @@
 //! runtime must provide for each mechanism, one function per mechanism kind
 //! ([`seal_barrier`], [`add_seal`], [`keyed_order`], [`global_order`]; [`runtime`] picks one),
 //! what a seal barrier buffers, and why a sink cannot be repaired ([`reason`]). The plan
-//! holds the facts (kinds, ids, keys, counts); the words are here.
+//! holds the facts (kinds, ids, keys, counts); the words are here. A plan on an imported
+//! topology (its dataflow's `engine`) says each mechanism in the engine's terms as well
+//! ([`engine_terms`]).
 
 use crate::graph::{CompId, Order, SourceId};
+use crate::import::Engine;
 use crate::plan::{Barrier, Choice, Mechanism, Named, Obstacle, Reason};
 
 /// The one wording of a barrier: buffer each partition of its key until every producer
@@ -44,7 +47,36 @@ pub fn barrier_buffers(plan: &Named, b: &Barrier) -> String {
 /// What the runtime must provide for a seal barrier, in a sentence naming the component and
 /// its input.
 pub fn seal_barrier(plan: &Named, b: &Barrier) -> String {
-    barrier(plan, b, true)
+    let spec = barrier(plan, b, true);
+    let Some(engine) = plan.dataflow.engine else {
+        return spec;
+    };
+    let c = plan.component(b.component);
+    let terms = match (engine, closes_windows(&b.key)) {
+        (Engine::KafkaStreams, true) => format!(
+            "{c} is a windowed aggregation followed by `suppress(Suppressed.untilWindowCloses(...))`"
+        ),
+        (Engine::KafkaStreams, false) => {
+            format!(
+                "{c} keeps each key's state in its store until the producers' end markers arrive"
+            )
+        }
+        (Engine::Flink, true) => {
+            format!(
+                "{c} is an event-time window: it fires once the watermark passes the window's end"
+            )
+        }
+        (Engine::Flink, false) => format!(
+            "{c} keeps each key's state (a `KeyedProcessFunction`) until the end record arrives"
+        ),
+        (Engine::StormFlux, true) => {
+            format!("{c} is a windowed bolt over event time, with watermarks")
+        }
+        (Engine::StormFlux, false) => {
+            format!("{c} commits each batch once it is complete (Trident, or a batch bolt)")
+        }
+    };
+    format!("{spec}; in {}: {terms}", engine_name(engine))
 }
 
 /// What the runtime must provide for an added mechanism, in a sentence: the function of its
@@ -78,6 +110,19 @@ pub fn seal_barrier(plan: &Named, b: &Barrier) -> String {
 /// );
 /// ```
 pub fn runtime(plan: &Named, m: &Mechanism) -> String {
+    let spec = spec_terms(plan, m);
+    match plan.dataflow.engine {
+        Some(engine) => format!(
+            "{spec}; in {}: {}",
+            engine_name(engine),
+            engine_terms(plan, m, engine)
+        ),
+        None => spec,
+    }
+}
+
+/// What the runtime must provide, in the spec's terms.
+fn spec_terms(plan: &Named, m: &Mechanism) -> String {
     match m.choice {
         Choice::AddSeal { source, .. } => add_seal(plan, source, &m.key, &m.components),
         Choice::Order {
@@ -134,6 +179,107 @@ pub fn global_order(plan: &Named, component: CompId) -> String {
         },
         plan.component(component)
     )
+}
+
+/// The engine as its users call it.
+fn engine_name(engine: Engine) -> &'static str {
+    match engine {
+        Engine::KafkaStreams => "Kafka Streams",
+        Engine::Flink => "Flink",
+        Engine::StormFlux => "Storm",
+    }
+}
+
+/// Whether a seal key closes windows (the importers name a window attribute `window`, or
+/// `window-ATTR` for an event-time one): then the engine's windows are what closes them.
+fn closes_windows(key: &[String]) -> bool {
+    !key.is_empty()
+        && key
+            .iter()
+            .all(|k| k == "window" || k.starts_with("window-"))
+}
+
+/// A mechanism of a plan on an imported topology, in the engine's terms: what to configure in
+/// the topology's code (Kafka Streams: repartition by key, co-partition, suppress until the
+/// window closes; Flink: `keyBy`, event-time windows with watermarks; Storm: fields grouping).
+pub fn engine_terms(plan: &Named, m: &Mechanism, engine: Engine) -> String {
+    match m.choice {
+        Choice::AddSeal { source, .. } => {
+            let src = plan.source(source);
+            let at = plan.component_names(&m.components).join(", ");
+            let windows = closes_windows(&m.key);
+            match (engine, windows) {
+                (Engine::KafkaStreams, true) => format!(
+                    "give `{src}`'s records event-time timestamps and window {at} with a grace period, then `suppress(Suppressed.untilWindowCloses(...))` so that each window is emitted once, closed"
+                ),
+                (Engine::KafkaStreams, false) => format!(
+                    "the producer of `{src}` writes an end marker per `{}` to the topic (in every partition), and {at} emits a key's result only after its marker",
+                    m.key.join(", ")
+                ),
+                (Engine::Flink, true) => format!(
+                    "assign event-time timestamps and watermarks to `{src}` (`assignTimestampsAndWatermarks`) and use event-time windows at {at}: a window fires once the watermark passes its end"
+                ),
+                (Engine::Flink, false) => format!(
+                    "`{src}` emits a watermark, or an end record per `{}`, that {at} waits for before it emits (a `KeyedProcessFunction` with state until the end)",
+                    m.key.join(", ")
+                ),
+                (Engine::StormFlux, true) => format!(
+                    "`{src}` emits tuples in time windows with a watermark (`withTimestampField`, `withWatermarkInterval`) and {at} is a windowed bolt over event time"
+                ),
+                (Engine::StormFlux, false) => format!(
+                    "`{src}` emits its tuples in batches per `{}` (Trident, or a batch-end tuple the spout emits), and {at} commits a batch only once it is complete",
+                    m.key.join(", ")
+                ),
+            }
+        }
+        Choice::Order {
+            component,
+            order: Order::Keys(_),
+        } => {
+            let c = plan.component(component);
+            let k = m.key.join(", ");
+            match engine {
+                Engine::KafkaStreams => {
+                    let copartition = if plan.producer_streams(component) > 1 {
+                        ", and co-partition its inputs (the same number of partitions and the same partitioner for every input topic)"
+                    } else {
+                        ""
+                    };
+                    format!(
+                        "repartition {c}'s input by ({k}) (`selectKey`, then `repartition()` or `groupByKey()`), so that each key's records reach one task through one partition, in the partition's order{copartition}"
+                    )
+                }
+                Engine::Flink => format!(
+                    "`keyBy({k})` in front of {c}, fed from sources that keep each key in one partition (Flink keeps the order of one input channel only)"
+                ),
+                Engine::StormFlux => format!(
+                    "fields grouping on ({k}) into {c} (`fieldsGrouping(..., new Fields({}))`), from spouts that emit each key's tuples in order",
+                    m.key
+                        .iter()
+                        .map(|k| format!("\"{k}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }
+        }
+        Choice::Order {
+            component,
+            order: Order::Global,
+        } => {
+            let c = plan.component(component);
+            match engine {
+                Engine::KafkaStreams => format!(
+                    "route every input of {c} through one single-partition topic (one task then processes them in one order)"
+                ),
+                Engine::Flink => format!(
+                    "run {c} with parallelism 1 (`setParallelism(1)`) behind a single ordered input"
+                ),
+                Engine::StormFlux => format!(
+                    "global grouping into {c} (`globalGrouping`: one task receives every tuple), from one ordered spout"
+                ),
+            }
+        }
+    }
 }
 
 /// Why a sink cannot be repaired, in a sentence (with what `--allow` left out, and the gate

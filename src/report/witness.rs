@@ -117,7 +117,7 @@ pub fn side_by_side(w: &Witness, sink: &str, indent: &str) -> String {
     columns(
         &[
             (String::new(), vec![a.name.clone()], vec![b.name.clone()]),
-            (w.from.clone(), a.trace.clone(), b.trace.clone()),
+            (w.traced.join(" + "), a.trace.clone(), b.trace.clone()),
             (output_name(w, sink), a.output.clone(), b.output.clone()),
         ],
         indent,
@@ -202,6 +202,8 @@ pub struct WitnessOut<'a> {
     pub inputs: Vec<InputOut<'a>>,
     pub observed: &'static str,
     pub to: &'a str,
+    /// The inputs whose deliveries the traces show (a read's, and the writes it races with).
+    pub traced: &'a [String],
 }
 
 #[derive(Serialize)]
@@ -235,6 +237,7 @@ impl<'a> WitnessOut<'a> {
                 .collect(),
             observed: w.observed.as_str(),
             to: &w.to,
+            traced: &w.traced,
         }
     }
 }
@@ -249,6 +252,7 @@ mod tests {
             component: "Count".into(),
             from: "Count.words".into(),
             to: "Count.counts".into(),
+            traced: vec!["Count.words".into()],
             inputs: vec![("tweets".into(), vec!["(a)".into(), "(b)".into()])],
             sides: [
                 Side {

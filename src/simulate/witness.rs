@@ -9,6 +9,7 @@ use crate::analysis::Analysis;
 use super::explore::explore;
 use super::model::{Inputs, Model, Outcome, Rec};
 use super::observe::{Evidence, Observed, Observer};
+use crate::graph::IfaceId;
 
 /// Most schedules each shrinking step may run.
 pub const SHRINK_SCHEDULES: usize = 500;
@@ -32,16 +33,24 @@ pub struct Witness {
     pub component: String,
     pub from: String,
     pub to: String,
+    /// The inputs whose deliveries the sides' traces show: the path's input, and for a read
+    /// the writing inputs of its component too (then each delivery names its input).
+    pub traced: Vec<String>,
     /// The input records, per source (sources that emit nothing are left out).
     pub inputs: Vec<(String, Vec<String>)>,
     pub sides: [Side; 2],
 }
 
-/// A record as users read it: `(batch=0 word=1 #3fa2)`.
+/// A record as users read it, by its attribute values: `(batch=0 word=1 #3fa2)`; the
+/// payload's short hash only tells apart records with the same values. A dataflow that names
+/// no attribute has records told apart by their payload alone: `(record #3fa2)`.
 pub fn show_rec(m: &Model, r: &Rec) -> String {
     let mut s = String::from("(");
     for (i, name) in m.attrs.iter().enumerate() {
         s.push_str(&format!("{name}={} ", r.attrs[i]));
+    }
+    if m.attrs.is_empty() {
+        s.push_str("record ");
     }
     s.push_str(&format!("#{:04x})", r.payload & 0xffff));
     s
@@ -189,7 +198,31 @@ pub fn witness(
     };
     let (pc, pp) = point.or_else(fallback).or_else(|| comp.map(|c| (c, 0)))?;
     let path = &m.comps[pc].paths.get(pp)?;
-    let trace = |o: &Outcome, k: usize| deliveries(o, k, pc, path.input);
+    // A read races with the writes of the state it reads: its trace interleaves the writing
+    // inputs' deliveries with the read's, each named by its input, so that the two sides show
+    // the reads landing before and after different writes. A write's trace is its input's.
+    let mut traced = vec![path.input];
+    if path.annotation.reads_written_state() {
+        for w in m.comps[pc].paths.iter().filter(|w| w.annotation.writes()) {
+            if !traced.contains(&w.input) {
+                traced.push(w.input);
+            }
+        }
+    }
+    let short = |i: IfaceId| -> &str {
+        let name = &m.iface_names[i.index()];
+        name.rsplit_once('.').map_or(name.as_str(), |(_, s)| s)
+    };
+    let trace = |o: &Outcome, k: usize| -> Vec<String> {
+        o.trace
+            .iter()
+            .filter(|d| d.comp == pc && d.instance == k && traced.contains(&d.input))
+            .map(|d| match traced.len() {
+                1 => show_rec(m, &d.rec),
+                _ => format!("{} {}", short(d.input), show_rec(m, &d.rec)),
+            })
+            .collect()
+    };
     let output = |o: &Outcome, k: usize| -> Vec<String> {
         match (inst, comp) {
             (Some(out), Some(c)) => show_set(m, o.emitted[c][k].get(&out)),
@@ -202,9 +235,14 @@ pub fn witness(
         output: output(o, *k),
     };
     let sides = [side(&a), side(&b)];
+    let traced_names = traced
+        .iter()
+        .map(|i| m.iface_names[i.index()].clone())
+        .collect();
     Some(Witness {
         observed: level,
         component: m.comps[pc].name.clone(),
+        traced: traced_names,
         from: m.iface_names[path.input.index()].clone(),
         to: m.iface_names[path.output.index()].clone(),
         inputs: m

@@ -29,7 +29,7 @@ pub use c006_ineffective_seal::INEFFECTIVE_SEAL;
 pub use c007_unreached::UNREACHED;
 pub use c008_read_without_writer::READ_WITHOUT_WRITER;
 pub use c009_unused_declaration::UNUSED_DECLARATION;
-pub use points::point_code;
+pub use points::{PLAN_HELP, needs_advice, point_code};
 
 use crate::diagnostic::{self, Diagnostic};
 use crate::graph::{Dataflow, Path, StreamId, Vertex};

@@ -3,11 +3,11 @@
 
 use crate::codes::Code;
 use crate::diagnostic::{Diagnostic, Severity, Subject};
-use crate::graph::{Component, Dataflow, Order, Path, Producer};
-use crate::label::{Annotation, Gate, KeySet, Keys, Label};
+use crate::graph::{Component, Dataflow, Path};
+use crate::label::{Annotation, Gate, Keys, Label};
 
 use super::super::rules::external_writer;
-use super::super::{PointKind, PointOfOrder, work};
+use super::super::{PointKind, PointOfOrder};
 use super::{c001_unordered_write, c002_unprotected_read, c003_transient_write, path_desc};
 
 /// The diagnostic code a point of order is reported with, and by whose name (`name`) every
@@ -111,11 +111,26 @@ pub(super) fn finding(df: &Dataflow, point: &PointOfOrder, error: bool) -> Diagn
     }
 }
 
-/// The cheapest fix for one point of order, as a one-line help.
+/// The help of a C001 or C002 point whose fix the planner's evaluation finds
+/// (`plan::advise`, which `check` runs after the analysis, replaces it): the analysis alone
+/// cannot tell which seal or order removes a point, since that depends on what the change
+/// reaches.
+pub const PLAN_HELP: &str = "run `blazes plan` for the cheapest fix";
+
+/// Whether `d` is a finding whose help is left to the planner's evaluation ([`PLAN_HELP`]).
+pub fn needs_advice(d: &Diagnostic) -> bool {
+    (d.code == &c001_unordered_write::UNORDERED_WRITE
+        || d.code == &c002_unprotected_read::UNPROTECTED_READ)
+        && d.help.as_deref() == Some(PLAN_HELP)
+}
+
+/// The help of one point of order: what the analysis can say itself (an `Inst` written, state
+/// the spec does not model), else [`PLAN_HELP`].
 fn fix_hint(df: &Dataflow, point: &PointOfOrder) -> String {
     let c = &df.components[point.component.index()];
     let p = &c.paths[point.path];
-    if point.input_label == Label::Inst && p.annotation.is_confluent() {
+    let code = point_code(c, p, point.kind, point.input_label, &df.keys);
+    if code == &c003_transient_write::INST_WRITE {
         return "the input is Inst because of a point of order upstream; fix that one and this one goes away".to_string();
     }
     let gate = p.gate.unwrap_or(Gate::Star);
@@ -129,71 +144,5 @@ fn fix_hint(df: &Dataflow, point: &PointOfOrder) -> String {
             c.name, c.name
         );
     }
-    if let Gate::Keys(g) = gate {
-        // A source at the head of the chain that can punctuate a key within the gate.
-        let head = point.chain.first().map(|s| df.streams[s.index()].from);
-        if let Some(Producer::Source(k)) = head {
-            let src = &df.sources[k.index()];
-            if let Some(key) =
-                work::each(src.sealable.iter()).find(|key| df.keys.is_subset(**key, g))
-            {
-                if *key == KeySet::EMPTY {
-                    return format!(
-                        "ask source `{}` to mark the end of its stream (`seal: []`; it declares it sealable) and buffer the whole stream at {} (a seal barrier)",
-                        src.name, c.name
-                    );
-                }
-                return format!(
-                    "ask source `{}` to seal on `{}` (it declares it sealable) and buffer each partition at {} (a seal barrier)",
-                    src.name,
-                    df.keys.display(*key),
-                    c.name
-                );
-            }
-        }
-        if let Some(Order::Keys(k)) = c.order {
-            return existing_order_hint(df, c, k, g);
-        }
-        return format!(
-            "order {}'s inputs per ({}): `order: [{}]`, or seal the input on a key within the gate",
-            c.name,
-            df.keys.display(g),
-            df.keys.display(g)
-        );
-    }
-    format!(
-        "the gate is `*`, so only a global order helps: `order: global` on {}",
-        c.name
-    )
-}
-
-/// The hint for a point of order on a component whose keyed order `k` does not cover the gate
-/// `g`: why not, and the order that would (it must keep covering every gate `k` covers now).
-fn existing_order_hint(df: &Dataflow, c: &Component, k: KeySet, g: KeySet) -> String {
-    let keys = &df.keys;
-    let why = format!(
-        "{}'s `order: [{}]` does not cover the gate ({}): an order protects a path only when all its keys are in the path's gate",
-        c.name,
-        keys.display(k),
-        keys.display(g)
-    );
-    // The keys of every gate the existing order protects, and of this one.
-    let mut common: Vec<&str> = keys.names(g);
-    for p in work::each(c.paths.iter()) {
-        if let Some(pg @ Gate::Keys(pk)) = p.gate
-            && c.ordered_for(pg, keys)
-        {
-            let names = keys.names(pk);
-            common.retain(|n| names.contains(n));
-        }
-    }
-    match common.is_empty() {
-        false => format!(
-            "{why}; replace it with `order: [{}]`, or seal the input on a key within the gate",
-            common.join(", ")
-        ),
-        true => format!(
-            "{why}, and no keyed order covers both this gate and the ones it protects; use `order: global`, or seal the input on a key within the gate"
-        ),
-    }
+    PLAN_HELP.to_string()
 }

@@ -7,7 +7,7 @@ use std::cmp::Reverse;
 
 use super::{Labeling, Undo};
 use crate::analysis;
-use crate::graph::{CompId, Consumer, IfaceId, Order, SinkId, SourceId};
+use crate::graph::{CompId, Consumer, IfaceId, Order, Producer, SinkId, SourceId, StreamId};
 use crate::label::{KeySet, Label, join_opt};
 use crate::plan::scoring::local_score;
 
@@ -30,6 +30,23 @@ impl Labeling {
             let s = self.df.sources[si].streams[k];
             self.set_stream(s.index(), produced);
         }
+    }
+
+    /// Declares (or removes) the `seal:` of stream `s`, and re-derives the stream from its
+    /// producer's current label.
+    pub(super) fn set_stream_seal(&mut self, s: StreamId, key: Option<KeySet>) {
+        let si = s.index();
+        if self.df.streams[si].seal == key {
+            return;
+        }
+        self.log
+            .push(Undo::StreamSeal(si as u32, self.df.streams[si].seal));
+        self.df.streams[si].seal = key;
+        let produced = match self.df.streams[si].from {
+            Producer::Source(k) => Some(Label::of_source(self.df.sources[k.index()].seal)),
+            Producer::Output(o) => self.iface[o.index()],
+        };
+        self.set_stream(si, produced);
     }
 
     pub(super) fn set_order(&mut self, component: CompId, order: Option<Order>) {
