@@ -473,10 +473,10 @@ fn reads_standard_input() {
 
 #[test]
 fn paper_aliases_are_accepted() {
-    let spec = b"components:\n  Count:\n    Rep: true\n    annotation:\n      - { from: words, to: counts, label: OW, subscript: [word] }\n";
+    let spec = b"sources: { tweets: {} }\ncomponents:\n  Count:\n    Rep: true\n    annotation:\n      - { from: words, to: counts, label: OW, subscript: [word] }\nstreams:\n  - { from: tweets, to: Count.words }\n";
     let o = blazes_stdin(&["check", "--format", "json", "-"], spec);
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
-    // An implicit Async source into a replicated OW: Taint on replicas is Diverge.
+    // An unsealed (Async) source into a replicated OW: Taint on replicas is Diverge.
     assert_eq!(v["files"][0]["sinks"][0]["name"], "Count.counts");
     assert_eq!(v["files"][0]["sinks"][0]["label"], "Diverge");
     assert_eq!(o.status.code(), Some(1));
