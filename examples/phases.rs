@@ -82,6 +82,7 @@ fn main() {
                 diagnostics,
                 denied: Vec::new(),
             })),
+            input: blazes::spec::Input::Spec,
         };
         (
             report,

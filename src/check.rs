@@ -71,6 +71,8 @@ pub struct FileReport {
     /// The spec text (lossily decoded when it was not UTF-8), for snippets.
     pub text: String,
     pub outcome: Outcome,
+    /// What the file is: a spec, or with `--from` a topology (or the catalogue that failed).
+    pub input: crate::spec::Input,
 }
 
 /// Exit status of a spec whose sinks all pass. The statuses are ripgrep's: 0 clean, 1
@@ -157,6 +159,7 @@ fn check_here(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
             path: path.to_string(),
             text,
             outcome: Outcome::Invalid(diags),
+            input: spec::Input::Spec,
         };
     };
     let lints = std::mem::take(&mut spec.lint).then(&options.lints);
@@ -169,6 +172,7 @@ fn check_here(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
             path: path.to_string(),
             text,
             outcome: Outcome::Invalid(diags),
+            input: spec::Input::Spec,
         };
     }
     let mut analysis = analysis::analyze_with(&mut dataflow, options.fail_on, options.chain_notes);
@@ -190,5 +194,6 @@ fn check_here(path: &str, bytes: Vec<u8>, options: &Options) -> FileReport {
             diagnostics: diags,
             denied,
         })),
+        input: spec::Input::Spec,
     }
 }
