@@ -11,8 +11,10 @@ use super::io::{check_file, is_stdin};
 use crate::check::{EXIT_CLEAN, EXIT_FINDINGS, EXIT_INVALID, FileReport, Options, Outcome};
 use crate::diagnostic::{LineIndex, Severity};
 use crate::label::FailOn;
+use crate::report::escape;
 use crate::report::format::{self, Settings};
 use crate::simulate::{self, Observed, Simulation, Witness};
+use crate::vocabulary::plural;
 
 /// Version of the JSON document; bumped on any incompatible change.
 const JSON_VERSION: u64 = 1;
@@ -56,7 +58,8 @@ pub(crate) fn run(args: &SimulateArgs) -> i32 {
         files.push((report, sim));
     }
     let text = match args.format {
-        SimulateFormat::Human => human(&files, &sim_options),
+        // The report quotes the spec's names and records' values: escaped.
+        SimulateFormat::Human => escape::visible(&human(&files, &sim_options)).into_owned(),
         SimulateFormat::Json => json_document(&files, &sim_options),
     };
     let mut out = std::io::stdout().lock();
@@ -75,14 +78,14 @@ fn label_text(report: &FileReport, s: usize) -> Option<String> {
 fn exploration(sim: &Simulation, o: &simulate::Options) -> String {
     let how = if sim.exhaustive {
         format!(
-            "exhaustive, {} schedule{} cover every delivery order that matters",
-            sim.schedules,
-            if sim.schedules == 1 { "" } else { "s" }
+            "exhaustive, {} every delivery order that matters",
+            plural(sim.schedules, "schedule covers", "schedules cover")
         )
     } else {
         format!(
-            "not exhaustive, {} schedules (depth-first, then random with seed {})",
-            sim.schedules, o.seed
+            "not exhaustive, {} (depth-first, then random with seed {})",
+            plural(sim.schedules, "schedule", "schedules"),
+            o.seed
         )
     };
     let inconclusive = match sim.inconclusive {
@@ -90,8 +93,8 @@ fn exploration(sim: &Simulation, o: &simulate::Options) -> String {
         n => format!(", {n} inconclusive (delivery budget exhausted)"),
     };
     format!(
-        "{how}, {} instances per replicated component{inconclusive}",
-        o.replicas
+        "{how}, {} per replicated component{inconclusive}",
+        plural(o.replicas, "instance", "instances")
     )
 }
 
