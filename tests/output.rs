@@ -281,6 +281,11 @@ fn max_results_zero_is_a_usage_error_that_says_why() {
 /// Runs `blazes` with standard output on a pseudo-terminal (colour is decided for a
 /// terminal), with `env` set; returns what the terminal received.
 fn on_terminal(args: &[&str], env: &[(&str, &str)]) -> String {
+    on_terminal_as(args, env, false)
+}
+
+/// [`on_terminal`], with standard error on the terminal instead when `stderr`.
+fn on_terminal_as(args: &[&str], env: &[(&str, &str)], stderr: bool) -> String {
     use std::io::Read;
     use std::os::fd::FromRawFd;
     let (mut master, mut slave) = (0, 0);
@@ -306,9 +311,12 @@ fn on_terminal(args: &[&str], env: &[(&str, &str)]) -> String {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_blazes"));
     cmd.args(args)
         .current_dir(common::root())
-        .env_remove("NO_COLOR")
-        .stdout(Stdio::from(slave))
-        .stderr(Stdio::null());
+        .env_remove("NO_COLOR");
+    if stderr {
+        cmd.stderr(Stdio::from(slave)).stdout(Stdio::null());
+    } else {
+        cmd.stdout(Stdio::from(slave)).stderr(Stdio::null());
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -344,4 +352,88 @@ fn term_dumb_means_no_colour_as_no_color_does() {
     assert!(dumb.contains("C001"), "the report itself is there:\n{dumb}");
     let no_color = on_terminal(&args, &[("TERM", "xterm-256color"), ("NO_COLOR", "1")]);
     assert!(!no_color.contains('\u{1b}'), "{no_color:?}");
+}
+
+/// `blazes simulate` gets the size-aware default budget of `check --witness` and says so; a
+/// spec past its limit is not simulated, saying why; `--schedules` is the control.
+#[test]
+fn simulate_takes_the_size_aware_budget_and_says_so() {
+    let d = dir("budget");
+    let generate = |n: &str, name: &str| {
+        let p = d.join(name);
+        let o = blazes(&[
+            "gen",
+            "--components",
+            n,
+            "--seed",
+            "3",
+            "-o",
+            p.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        p.display().to_string()
+    };
+    let small = generate("10", "ten.yaml");
+    let o = blazes(&["simulate", &small]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("(budget: at most 4,000 schedules, reduced from 10,000 for a spec of 10 components; --schedules N runs more)"),
+        "{out}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&blazes(&["simulate", "--format", "json", &small]))).unwrap();
+    assert!(
+        json["files"][0]["note"].as_str().unwrap().contains("4,000"),
+        "{json}"
+    );
+    let given = stdout(&blazes(&["simulate", "--schedules", "5", &small]));
+    assert!(
+        !given.contains("budget:"),
+        "control: --schedules is as asked:\n{given}"
+    );
+    let big = generate("300", "big.yaml");
+    let o = blazes(&["simulate", &big]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        stdout(&o).contains("not simulated: the spec has 300 components, more than `blazes simulate` simulates by default (200); pass --schedules N"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stderr(&o).contains("note: "), "{}", stderr(&o));
+}
+
+/// A simulation longer than a second counts its schedules on standard error when that is a
+/// terminal, and erases the count before the report; not on a pipe (the control).
+#[test]
+fn simulate_shows_progress_on_a_terminal() {
+    let d = dir("progress");
+    let p = d.join("slow.yaml");
+    let o = blazes(&[
+        "gen",
+        "--components",
+        "20",
+        "--seed",
+        "5",
+        "-o",
+        p.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let spec = p.display().to_string();
+    let args = ["simulate", "--schedules", "200", &spec];
+    let started = std::time::Instant::now();
+    let err = on_terminal_as(&args, &[("TERM", "xterm")], true);
+    if started.elapsed() < std::time::Duration::from_millis(1500) {
+        // Too fast to be shown on this machine: nothing to check, but nothing may be shown.
+        assert!(!err.contains("simulating,"), "{err:?}");
+        return;
+    }
+    assert!(err.contains("simulating, "), "{err:?}");
+    assert!(err.contains(" of at most 200 schedules"), "{err:?}");
+    assert!(err.ends_with("\r\u{1b}[K"), "the count is erased: {err:?}");
+    let piped = blazes(&args);
+    assert!(
+        !stderr(&piped).contains("simulating,"),
+        "{}",
+        stderr(&piped)
+    );
 }
