@@ -305,7 +305,6 @@ fn summary_text(r: &FileReport) -> String {
                 .filter(|d| d.severity == Severity::Warning)
                 .count();
             let points = a.analysis.points.len();
-            let barriers = a.analysis.barriers.len();
             let mut parts = vec![];
             if failing.is_empty() && !a.denied.is_empty() {
                 parts.push(format!(
@@ -339,11 +338,44 @@ fn summary_text(r: &FileReport) -> String {
                 parts.push(format!("denied warnings: {}", a.denied.join(", ")));
             }
             parts.push(plural(points, "point of order", "points of order"));
-            parts.push(plural(barriers, "seal barrier", "seal barriers"));
+            parts.push(barriers_named(a));
             parts.push(plural(warnings, "warning", "warnings"));
             format!("{}: {}", r.path, parts.join("; "))
         }
     }
+}
+
+/// The seal barriers the runtime must provide, named as JSON's `seal_barriers` names them
+/// (`Count.words by [batch], waiting for tweets`): the first few, and a count of the rest.
+fn barriers_named(a: &crate::check::Analysed) -> String {
+    const SHOWN: usize = 3;
+    let (df, bs) = (&a.dataflow, &a.analysis.barriers);
+    let counted = plural(bs.len(), "seal barrier", "seal barriers");
+    if bs.is_empty() {
+        return counted;
+    }
+    let mut named: Vec<String> = bs
+        .iter()
+        .take(SHOWN)
+        .map(|b| {
+            let keys = df.keys.names(b.key);
+            let by = if keys.is_empty() {
+                "whole (a bounded input)".to_string()
+            } else {
+                format!("by [{}]", keys.join(", "))
+            };
+            format!(
+                "{}.{} {by}, waiting for {}",
+                df.component(b.component).name,
+                df.iface(b.input).name,
+                crate::analysis::producer_names(df, &b.producers).join(", ")
+            )
+        })
+        .collect();
+    if bs.len() > SHOWN {
+        named.push(format!("and {} more", thousands(bs.len() - SHOWN)));
+    }
+    format!("{counted} ({})", named.join("; "))
 }
 
 /// How many diagnostics the human report shows in full by default: a screenful or two of the
