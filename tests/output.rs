@@ -7,7 +7,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use common::{assert_clean_failure, blazes, stderr, stdout};
+use common::{assert_clean_failure, blazes, blazes_stdin, stderr, stdout};
 
 /// A fresh directory of the target's temporary directory for `test`.
 fn dir(test: &str) -> PathBuf {
@@ -436,4 +436,30 @@ fn simulate_shows_progress_on_a_terminal() {
         "{}",
         stderr(&piped)
     );
+}
+
+/// A file with no text to show (unreadable, binary) gets its message without an empty snippet
+/// box; a file with text keeps its snippet (the control).
+#[test]
+fn a_file_without_text_gets_no_empty_snippet_box() {
+    let o = blazes(&["check", "no/such/spec.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    let out = stdout(&o);
+    assert!(
+        out.contains("cannot read `no/such/spec.yaml`: no such file"),
+        "{out}"
+    );
+    assert!(!out.contains('╭') && !out.contains('╰'), "{out}");
+    assert!(out.contains("   at [no/such/spec.yaml]\n"), "{out}");
+    let o = blazes_stdin(&["check", "-"], b"components: {}\n");
+    assert!(stdout(&o).contains('╭'), "control: {}", stdout(&o));
+}
+
+/// An empty name is said in words, not quoted as ``.
+#[test]
+fn an_empty_name_is_said_in_words() {
+    let spec = b"sources: { s: {} }\ncomponents:\n  \"\":\n    paths: [{ from: i, to: o, label: CR }]\nstreams: [{ from: s, to: A.i }]\n";
+    let out = stdout(&blazes_stdin(&["check", "-"], spec));
+    assert!(out.contains("a component name is empty (`\"\"`)"), "{out}");
+    assert!(!out.contains("``"), "{out}");
 }

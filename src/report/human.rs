@@ -234,9 +234,14 @@ pub fn render_on(d: &Diagnostic, page: &Page, style: Style) -> String {
         let line = index.line_of(page.escaped.offset(offset).min(text.len()));
         index.line_start(line + 1, text) - index.line_start(line, text)
     };
-    let snippet = d.primary.iter().chain(&d.related).all(|n| {
-        line_len(n.span.offset) <= MAX_SNIPPET_LINE && line_len(n.span.end()) <= MAX_SNIPPET_LINE
-    });
+    // A file with no text (unreadable, binary) has no snippet to draw: an empty box says
+    // nothing, and the message already names the file.
+    let empty = page.original.is_empty();
+    let snippet = !empty
+        && d.primary.iter().chain(&d.related).all(|n| {
+            line_len(n.span.offset) <= MAX_SNIPPET_LINE
+                && line_len(n.span.end()) <= MAX_SNIPPET_LINE
+        });
     let r = Rendered {
         d,
         source: Source { page },
@@ -247,7 +252,11 @@ pub fn render_on(d: &Diagnostic, page: &Page, style: Style) -> String {
     handler(style)
         .render_report(&mut out, &r)
         .expect("writing to a String cannot fail");
-    if !snippet {
+    if empty && d.primary.is_some() {
+        // Where, without a box around nothing: the file itself.
+        out.push_str(&format!("   at [{}]\n", page.path));
+    }
+    if !snippet && !empty {
         for (i, n) in d.primary.iter().chain(&d.related).enumerate() {
             let at = page.escaped.offset(n.span.offset.min(page.original.len()));
             let (line, col) = page.line_col(at);
