@@ -83,6 +83,7 @@ fn main() {
                 denied: Vec::new(),
             })),
             files: Default::default(),
+            input: blazes::spec::Input::Spec,
         };
         (
             report,

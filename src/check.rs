@@ -76,6 +76,8 @@ pub struct FileReport {
     /// The files a composed spec uses and where each span is (empty for a flat spec: every
     /// span is in `text`). Formats locate spans through [`FileReport::locate`].
     pub files: Files,
+    /// What the file is: a spec, or with `--from` a topology (or the catalogue that failed).
+    pub input: crate::spec::Input,
 }
 
 /// Exit status of a spec whose sinks all pass. The statuses are ripgrep's: 0 clean, 1
@@ -240,6 +242,7 @@ fn check_here(
             text,
             outcome: Outcome::Invalid(diags),
             files,
+            input: spec::Input::Spec,
         };
     };
     let lints = std::mem::take(&mut spec.lint).then(&options.lints);
@@ -253,6 +256,7 @@ fn check_here(
             text,
             outcome: Outcome::Invalid(diags),
             files,
+            input: spec::Input::Spec,
         };
     }
     let mut analysis = analysis::analyze_with(&mut dataflow, options.fail_on, options.chain_notes);
@@ -278,5 +282,6 @@ fn check_here(
             denied,
         })),
         files,
+        input: spec::Input::Spec,
     }
 }

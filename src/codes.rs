@@ -168,15 +168,17 @@ code! {
     pub static WRONG_DIRECTION = "S008", "wrong-direction", Error,
         "a stream flows into an output, out of an input, out of a sink or into a source";
 
-    /// The file contains no YAML document (or only comments), or its `components:` section is
-    /// empty. A spec needs at least `components:`, and streams between them. (A missing
-    /// `components:` field is S013; an empty one is reported here when the spec has no other
-    /// error.)
+    /// The file contains no YAML document (or only comments), or its `components:` or
+    /// `streams:` section is empty or missing. A spec needs at least `components:`, and
+    /// `streams:` between its sources, components and sinks: without a stream no source reaches
+    /// anything. (A missing `components:` field is S013; an empty one, and a spec with no stream,
+    /// are reported here when the spec has no other error.)
     pub static EMPTY = "S009", "empty-spec", Error,
-        "the spec file is empty, or declares no components";
+        "the spec file is empty, or declares no components or no streams";
 
-    /// Specs are UTF-8 text. The message points at the first byte that is not valid UTF-8; a binary
-    /// file fails on its first such byte.
+    /// Specs are UTF-8 text. The message points at the first byte that is not valid UTF-8. A file
+    /// with a NUL byte is binary (no text has one): the message says so and where the byte is,
+    /// and no report shows the file's contents.
     pub static NOT_UTF8 = "S010", "not-utf8", Error,
         "the spec is not valid UTF-8 text";
 

@@ -171,7 +171,11 @@ replica and every replay): `order: global` (a sequencer or replicated log) or `o
 these when nothing cheaper works.\n\
 \n\
 A global order covers every path; `order: [keys]` covers an OR/OW path whose gate contains \
-all the keys (never `gate: \"*\"`). On a covered path an OW write adds no Taint and an OR read \
+all the keys (never `gate: \"*\"`). With several inputs, the order is one sequence of the \
+records of all of them together, interleaving included (a sequencer in front of the \
+component, or one log it reads every input from), not an order per input: that is what \
+protects a read against the writes of another input, and what `blazes plan` deploys. \
+`order: [keys]` is one such sequence per partition of the keys, over every input. On a covered path an OW write adds no Taint and an OR read \
 is protected. An order fixes the order, not the contents: an Inst input written into state \
 still adds Taint (`blazes explain CW`). A compatible seal on a covered OW input is still \
 consumed by a seal barrier.\n\
@@ -263,16 +267,197 @@ sub_log).pairs(:key => :key)`) gives publish -> response CW and subscribe -> res
 More in docs/whitebox.md.",
 };
 
+/// The page `blazes explain spec`.
+pub static SPEC: Topic = Topic {
+    name: "spec",
+    summary: "the spec format: every field, with an example",
+    text: "A spec is one YAML file (UTF-8, YAML 1.2, spaces not tabs). Every field, with what it \
+says:\n\
+\n\
+\x20 version: 1                 optional; the only version there is\n\
+\x20 name: wordcount            optional; default: the file name without `.yaml`\n\
+\x20 sources:                   the dataflow's inputs, by name\n\
+\x20   tweets:\n\
+\x20     seal: [batch]          optional: the source punctuates every partition of batch;\n\
+\x20                            `seal: []` is a bounded input\n\
+\x20     sealable: [[batch]]    optional: keys it could seal if asked (`blazes plan` may)\n\
+\x20     watermark: ts          optional: event time ts, which seals the windows over ts\n\
+\x20 components:                required, at least one\n\
+\x20   Count:\n\
+\x20     paths:                 (alias `annotation`) one per input -> output pair\n\
+\x20       - { from: words, to: counts, label: OW, gate: [word, batch] }\n\
+\x20                            label: CR, CW, OR or OW (`blazes explain CR` ...);\n\
+\x20                            gate (alias `subscript`): on OR/OW only, attributes or \"*\";\n\
+\x20                            state: static on an OR path: nothing writes what it reads\n\
+\x20     order: [word]          optional: coordination in place, `global` or [keys]\n\
+\x20     replicas: 3            optional: 3 instances that each get every record (or\n\
+\x20                            `replicated: true`, alias `Rep`; the two must agree)\n\
+\x20     partitions: 4          optional: 4 instances that each get a share of the records,\n\
+\x20     partition_by: [word]     routed by these attributes (`blazes explain replicas`)\n\
+\x20     sql: |                 instead of paths: the logic as Flink SQL (`blazes explain sql`)\n\
+\x20     bloom: |               or as a Bloom module (`blazes explain bloom`)\n\
+\x20 streams:                   required: the edges, each from a source or Component.output\n\
+\x20   - { from: tweets, to: Count.words }       to Component.input or a sink\n\
+\x20   - { from: Count.counts, to: db, seal: [batch] }\n\
+\x20                            seal: optional, the producer punctuates this stream on batch\n\
+\x20 sinks:                     optional: the dataflow's outputs, by name\n\
+\x20   db: { tolerate: Run }    optional: the worst label accepted (default Async)\n\
+\x20 lint:                      optional: which warnings fail or are not reported\n\
+\x20   deny: [warnings]         codes (C005 or implicit-source) or `warnings`\n\
+\x20   allow: [C007]            also `warn: [...]`; --deny/--allow override these\n\
+\n\
+A component's interfaces are the names its paths use (`from`: inputs, `to`: outputs). An \
+input no stream feeds is an external Async source (C005); an output no stream leaves is a \
+sink named `Component.output`. A spec with no component or no stream is S009. Merge keys \
+(`<<: *anchor`) are accepted. The modelling questions have their own pages: \
+`blazes explain last-writer-wins`, `external-state`, `write-only`, `same-name`, `order`, \
+`producers`, `replicas`.",
+};
+
+/// The page `blazes explain replicas`.
+pub static REPLICAS: Topic = Topic {
+    name: "replicas",
+    summary: "replicas (every instance gets every record) vs partitions (each gets a share)",
+    text: "`replicas: N` (or `replicated: true`) is N instances of a component that each receive \
+every record, each in its own order, and must agree: the analysis labels their \
+disagreement (Inst, Diverge). `replicas: 1` with `replicated: true`, or `replicas: 3` with \
+`replicated: false`, is an error.\n\
+\n\
+`partitions: N` with `partition_by: [keys]` is N instances that each receive a disjoint share \
+of the records, routed by the keys: a Kafka consumer group, a Storm parallelism with fields \
+grouping. No record reaches two of them, so they cannot disagree: the analysis treats the \
+component as one instance. Both together replicate each partition. `blazes deploy` runs one \
+instance per partition, each reading only its partition's messages.",
+};
+
+/// The page `blazes explain last-writer-wins`.
+pub static LAST_WRITER_WINS: Topic = Topic {
+    name: "last-writer-wins",
+    summary: "last-writer-wins by version (a max register, CW) vs by arrival (OW)",
+    text: "Which annotation a \"last writer wins\" store gets depends on what decides the winner.\n\
+\n\
+- By version: each write carries a version (a timestamp set by the producer, a sequence \
+number), and the store keeps the highest per key, whatever order the writes arrive in. That \
+is a max register, a lattice: the result is the same in every order, so the path is `CW` \
+(`{ from: updates, to: table, label: CW }`). Ties must be broken deterministically (by writer \
+id), or it is not a max register.\n\
+- By arrival: the store keeps whatever came last. A replay, or a replica, that sees the \
+writes in another order keeps another value: the path is `OW` gated on the key \
+(`{ from: updates, to: table, label: OW, gate: [key] }`), a point of order unless the input \
+is sealed on the key or the component is ordered (`order: [key]`).\n\
+\n\
+A version assigned on arrival (the store's own clock) is arrival order: `OW`.",
+};
+
+/// The page `blazes explain external-state`.
+pub static EXTERNAL_STATE: Topic = Topic {
+    name: "external-state",
+    summary: "a read of state no path of the spec writes (a cache, a database): `state: static`",
+    text: "An `OR` path reads state. When the component has no writing path (no `CW`/`OW`), the \
+spec does not say what writes that state (a cache, a database, a blocklist), and state nobody \
+declared is state something else writes: the analysis treats it as written by an unsealed \
+external input, Async. The read is then protected only when the component is ordered for the \
+gate (`order: [key]` or `order: global`); otherwise it is a point of order (C002), and warning \
+C008 says why.\n\
+\n\
+The ways out, by what the state really is:\n\
+- Nothing writes it while the dataflow runs (a table loaded before it starts): \
+`state: static` on the path, `{ from: q, to: a, label: OR, gate: [key], state: static }`.\n\
+- Something writes it: model the writer as a `CW` or `OW` path of the component, fed by the \
+stream of its writes (sealed if the writer punctuates, which protects the read).\n\
+- Its writes and the reads are in one order: `order: [key]` on the component.",
+};
+
+/// The page `blazes explain write-only`.
+pub static WRITE_ONLY: Topic = Topic {
+    name: "write-only",
+    summary: "state that is written and never read back inside the dataflow",
+    text: "A path always has an output. For state the dataflow writes and never reads back (a \
+database a job fills, a file it appends to), the output is the state itself, and its sink is \
+what ends up stored: `{ from: counts, to: db, label: CW }` with a stream `{ from: \
+Commit.db, to: db }` into a sink `db`. The sink's label then says whether the stored contents \
+are the same in every run. Choose `CW` when the writes commute (inserts into a set, upserts by \
+version: `blazes explain last-writer-wins`) and `OW` when the order decides (overwrite by \
+arrival, a running total). Do not write it as `CR`: that claims there is no state, and hides \
+a point of order.",
+};
+
+/// The page `blazes explain same-name`.
+pub static SAME_NAME: Topic = Topic {
+    name: "same-name",
+    summary: "one name used as an input and as an output of a component",
+    text: "A component's interfaces are the names its paths use: `from` names an input, `to` an \
+output. The same name may be both, `{ from: x, to: x, label: CR }`: that is two interfaces, \
+the input `A.x` and the output `A.x`. A stream `to: A.x` feeds the input; a stream `from: \
+A.x` leaves the output (it is never read back into the input unless a stream says so: \
+`{ from: A.x, to: A.x }` is a cycle, which is allowed). Different names read more easily in \
+reports; the analysis does not mind.",
+};
+
+/// The page `blazes explain producers`.
+pub static PRODUCERS: Topic = Topic {
+    name: "producers",
+    summary: "what a seal barrier waits for: the producers that punctuate its input",
+    text: "A seal barrier buffers each partition of its input until every producer of that \
+input has sealed the partition. Its producers are where the seal comes from, followed back \
+through the confluent paths (CR, CW) that passed it on: a source with `seal:` (or a \
+`watermark:`), or the component that produces a stream declared with `seal:` (it \
+punctuates; a component that re-seals an already sealed stream is the producer too). Two \
+sources sealed on batch that feed one input through confluent paths make a barrier with two \
+producers: a partition is released once both sealed it.\n\
+\n\
+`blazes plan` names each barrier with its producers, and `blazes deploy` gives the barrier \
+one producer set to wait for. The barrier does not wait for a writer of its input that the \
+spec does not model: model every writer of the input.",
+};
+
 /// Every topic, in the order `blazes explain` lists them.
 pub static ALL: &[&Topic] = &[
-    &LABELS, &CR, &CW, &OR, &OW, &SEAL, &GATE, &ORDER, &TOLERATE, &PLAN, &SQL, &BLOOM,
+    &SPEC,
+    &LABELS,
+    &CR,
+    &CW,
+    &OR,
+    &OW,
+    &SEAL,
+    &GATE,
+    &ORDER,
+    &TOLERATE,
+    &REPLICAS,
+    &LAST_WRITER_WINS,
+    &EXTERNAL_STATE,
+    &WRITE_ONLY,
+    &SAME_NAME,
+    &PRODUCERS,
+    &PLAN,
+    &SQL,
+    &BLOOM,
 ];
 
-/// Looks a topic up by name, case-insensitively.
+/// Other names of a topic: the spec's fields and the words users ask with.
+pub static ALIASES: &[(&str, &Topic)] = &[
+    ("replicated", &REPLICAS),
+    ("partitions", &REPLICAS),
+    ("partition_by", &REPLICAS),
+    ("lww", &LAST_WRITER_WINS),
+    ("max-register", &LAST_WRITER_WINS),
+    ("state", &EXTERNAL_STATE),
+    ("static", &EXTERNAL_STATE),
+    ("barrier", &PRODUCERS),
+    ("seal-barrier", &PRODUCERS),
+];
+
+/// Looks a topic up by name or alias, case-insensitively.
 pub fn find(query: &str) -> Option<&'static Topic> {
     ALL.iter()
         .copied()
         .find(|t| t.name.eq_ignore_ascii_case(query))
+        .or_else(|| {
+            ALIASES
+                .iter()
+                .find(|(a, _)| a.eq_ignore_ascii_case(query))
+                .map(|&(_, t)| t)
+        })
 }
 
 /// The whole page of `blazes explain TOPIC`.
@@ -299,8 +484,9 @@ pub fn index() -> String {
         ));
     }
     s.push_str("\nTopics (`blazes explain TOPIC`):\n\n");
+    let width = ALL.iter().map(|t| t.name.len()).max().unwrap_or(0);
     for t in ALL {
-        s.push_str(&format!("  {:<9} {}\n", t.name, t.summary));
+        s.push_str(&format!("  {:<width$}  {}\n", t.name, t.summary));
     }
     s
 }

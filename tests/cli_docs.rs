@@ -73,9 +73,14 @@ fn explain_lists_codes_in_id_order_then_topics() {
     all.sort();
     assert_eq!(ids, all, "every code, once");
     let topics = text.split_once("\nTopics").unwrap().1;
+    let width = blazes::topics::ALL
+        .iter()
+        .map(|t| t.name.len())
+        .max()
+        .unwrap();
     for t in blazes::topics::ALL {
         assert!(
-            topics.contains(&format!("  {:<9} {}", t.name, t.summary)),
+            topics.contains(&format!("  {:<width$}  {}", t.name, t.summary)),
             "topic {} listed",
             t.name
         );
@@ -364,4 +369,80 @@ fn man_of_an_unknown_command_is_a_usage_error() {
         "error: `chek` is not a blazes command (did you mean `check`?); the commands are: check, render, explain, plan, simulate, deploy, gen, import, completions, man\n"
     );
     assert!(stdout(&o).is_empty());
+}
+
+/// The spec format and the modelling questions users asked have pages (snapshotted: their
+/// texts are the user documentation), the spec's field names reach the page about them, and a
+/// near miss is suggested. The control: a word no topic or alias is near gets no suggestion.
+#[test]
+fn the_spec_and_the_modelling_questions_have_pages() {
+    for q in [
+        "spec",
+        "replicas",
+        "last-writer-wins",
+        "external-state",
+        "write-only",
+        "same-name",
+        "producers",
+    ] {
+        let o = blazes(&["explain", q]);
+        assert_eq!(o.status.code(), Some(0), "explain {q}");
+        insta::assert_snapshot!(format!("explain_{q}"), stdout(&o));
+    }
+    // Every field of the spec is on its page.
+    let spec = stdout(&blazes(&["explain", "spec"]));
+    for field in [
+        "version:",
+        "name:",
+        "sources:",
+        "seal:",
+        "sealable:",
+        "watermark:",
+        "components:",
+        "paths:",
+        "label:",
+        "gate",
+        "state: static",
+        "order:",
+        "replicas:",
+        "replicated:",
+        "partitions:",
+        "partition_by:",
+        "sql:",
+        "bloom:",
+        "streams:",
+        "sinks:",
+        "tolerate:",
+        "lint:",
+        "deny:",
+        "allow:",
+        "warn:",
+        "annotation",
+        "subscript",
+        "Rep",
+    ] {
+        assert!(spec.contains(field), "`{field}` on the spec page");
+    }
+    for (alias, topic) in [
+        ("replicated", "replicas"),
+        ("partitions", "replicas"),
+        ("lww", "last-writer-wins"),
+        ("state", "external-state"),
+        ("barrier", "producers"),
+    ] {
+        assert_eq!(
+            stdout(&blazes(&["explain", alias])),
+            stdout(&blazes(&["explain", topic])),
+            "explain {alias}"
+        );
+    }
+    let o = blazes(&["explain", "replicatd"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("did you mean `replicated`?"),
+        "{}",
+        stderr(&o)
+    );
+    let o = blazes(&["explain", "zzzzzzzz"]);
+    assert!(!stderr(&o).contains("did you mean"), "{}", stderr(&o));
 }

@@ -473,7 +473,7 @@ fn an_expansion_bomb_is_rejected_before_it_is_built() {
         .collect();
     files.push((
         "l20.yaml".into(),
-        "components:\n  C:\n    paths: [{ from: i, to: o, label: CR }]\n".into(),
+        "sources:\n  a: {}\ncomponents:\n  C:\n    paths: [{ from: i, to: o, label: CR }]\nstreams:\n  - { from: a, to: C.i }\n".into(),
     ));
     let files: Vec<(&str, &str)> = files
         .iter()
@@ -616,7 +616,7 @@ fn a_chain_of_uses_deeper_than_max_depth_is_a_limit() {
         .collect();
     files.insert(
         "d80.yaml".into(),
-        "components:\n  C:\n    paths: [{ from: i, to: o, label: CR }]\n".into(),
+        "sources:\n  a: {}\ncomponents:\n  C:\n    paths: [{ from: i, to: o, label: CR }]\nstreams:\n  - { from: a, to: C.i }\n".into(),
     );
     let r = check_system(&files, "d0.yaml");
     assert_eq!(r.exit_code(), 2);

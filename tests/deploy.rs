@@ -357,3 +357,45 @@ fn a_plan_document_with_an_unknown_kind_is_refused_naming_it() {
     let e = deploy::read_plan(&text).unwrap_err().to_string();
     assert!(e.contains("unknown mechanism kind `keyed-quorum`"), "{e}");
 }
+
+/// A component's `partitions: N` is the number of instances `deploy` runs of it: one consumer
+/// per partition, each reading only its partition's messages; `--instances` still sizes the
+/// others. The control: the same spec without `partitions:` deploys every component alike.
+#[test]
+fn a_partitioned_component_is_deployed_as_one_instance_per_partition() {
+    let spec = std::fs::read_to_string(root().join("specs/wordcount-sealed.yaml")).unwrap();
+    let partitioned = spec.replace(
+        "  Splitter:\n    paths:",
+        "  Splitter:\n    partitions: 3\n    partition_by: [batch]\n    paths:",
+    );
+    assert_ne!(partitioned, spec, "the spec was edited");
+    let run = |text: &str| blazes_stdin(&["deploy", "--dry-run", "-"], text.as_bytes());
+    let o = run(&partitioned);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("Splitter (partitions: 3: 3 instances, 0 to 2, instance i reads only the messages routed to key i)"),
+        "{out}"
+    );
+    for i in 0..3 {
+        let filter = format!("filter: wordcount-sealed-Splitter-in.*.{i}");
+        assert!(out.contains(&filter), "`{filter}` in\n{out}");
+    }
+    assert!(!out.contains("Splitter-in.*.3"), "{out}");
+    // The other hosted components keep the default single instance.
+    assert!(out.contains("consumer Commit-0"), "{out}");
+    assert!(!out.contains("Commit-1"), "{out}");
+    let plain = stdout(&run(&spec));
+    assert!(!plain.contains("partitions:"), "{plain}");
+    assert!(!plain.contains("Splitter-1"), "{plain}");
+    assert!(!plain.contains("Splitter-in.*.0"), "{plain}");
+    // More partitions than the deploy can run is refused, naming the component.
+    let huge = partitioned.replace("partitions: 3", "partitions: 5000");
+    let o = run(&huge);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("component `Splitter` has `partitions: 5000`"),
+        "{}",
+        stderr(&o)
+    );
+}

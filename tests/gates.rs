@@ -399,7 +399,43 @@ fn a_spec_without_components_is_s009() {
         m[0].starts_with("S009: the spec declares no components"),
         "{m:?}"
     );
-    // The control: one component, and the spec is analysed.
+    // Components and no stream between them: S009 as well.
     let one = "components:\n  A:\n    paths:\n      - { from: i, to: o, label: CR }\nstreams: []\n";
-    assert_eq!(codes(&[], one), (0, vec!["C005".to_string()]));
+    let (code, m) = messages(&[], one);
+    assert_eq!(code, 2, "{m:?}");
+    assert!(
+        m[0].starts_with("S009: the spec declares no streams"),
+        "{m:?}"
+    );
+    let (code, m) = messages(&[], &one.replace("streams: []\n", ""));
+    assert_eq!(code, 2, "{m:?}");
+    assert!(
+        m[0].starts_with("S009: the spec declares no streams"),
+        "{m:?}"
+    );
+    // The control: one component with a stream, and the spec is analysed.
+    let fed = "sources: { s: {} }\ncomponents:\n  A:\n    paths:\n      - { from: i, to: o, label: CR }\nstreams: [{ from: s, to: A.i }]\n";
+    assert_eq!(codes(&[], fed), (0, vec![]));
+}
+
+/// A misspelt `order: global` gets a did-you-mean; another word is told the two shapes. The
+/// control: `order: global` itself is accepted.
+#[test]
+fn a_misspelt_global_order_is_suggested() {
+    let spec = |order: &str| {
+        format!(
+            "sources: {{ s: {{}} }}\ncomponents:\n  A:\n    order: {order}\n    paths: [{{ from: i, to: o, label: CR }}]\nstreams: [{{ from: s, to: A.i }}]\n"
+        )
+    };
+    let (code, m) = messages(&[], &spec("globl"));
+    assert_eq!(code, 2);
+    assert!(m[0].ends_with("(did you mean `order: global`?)"), "{m:?}");
+    let (code, m) = messages(&[], &spec("word"));
+    assert_eq!(code, 2);
+    assert!(
+        m[0].contains("a keyed order is a list of attributes, `order: [key]`"),
+        "{m:?}"
+    );
+    assert!(!m[0].contains("did you mean"), "{m:?}");
+    assert_eq!(messages(&[], &spec("global")).0, 0);
 }

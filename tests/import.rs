@@ -1125,3 +1125,62 @@ fn flink_explain_text_is_read_like_a_plan() {
     let o = blazes(&["check", "--from", "flink", &other]);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
 }
+
+/// A file given to the wrong engine is told apart by what it looks like, in one error at the
+/// marker that says so, with the command that reads it; the summary names a topology. The
+/// control: each file given to its own engine imports.
+#[test]
+fn a_file_for_another_engine_says_what_it_looks_like() {
+    let cases = [
+        (
+            "storm-flux",
+            "tests/fixtures/import/kafka-streams/wordcount.txt",
+            "this looks like a Kafka Streams describe() text, not a Flux file",
+            "kafka-streams",
+        ),
+        (
+            "kafka-streams",
+            "tests/fixtures/import/flink/event-time-window.json",
+            "this looks like a Flink execution plan (JSON), not a Kafka Streams describe() text",
+            "flink",
+        ),
+        (
+            "flink",
+            "tests/fixtures/import/storm-flux/wordcount.yaml",
+            "this looks like a Storm Flux file, not a Flink execution plan",
+            "storm-flux",
+        ),
+        (
+            "storm-flux",
+            "specs/wordcount.yaml",
+            "this looks like a blazes spec, not a Flux file",
+            "",
+        ),
+    ];
+    for (engine, file, message, right) in cases {
+        let o = blazes(&["check", "--from", engine, file]);
+        assert_eq!(o.status.code(), Some(2), "{file}");
+        let out = stdout(&o);
+        assert!(out.contains(message), "{engine} {file}:\n{out}");
+        assert_eq!(out.matches("I003(").count(), 1, "one error:\n{out}");
+        assert!(out.contains(": invalid topology, 1 error"), "{out}");
+        for jargon in ["YAML", "expected", "mapping", "line 1 column"] {
+            assert!(!out.contains(jargon), "parser jargon `{jargon}`:\n{out}");
+        }
+        if right.is_empty() {
+            assert!(
+                out.contains("`blazes check FILE`, without `--from`"),
+                "{out}"
+            );
+        } else {
+            assert!(
+                out.contains(&format!("`blazes import {right} FILE`")),
+                "{out}"
+            );
+            let o = blazes(&["import", right, file]);
+            assert_eq!(o.status.code(), Some(0), "control: {right} reads {file}");
+        }
+        let o = blazes(&["import", engine, file]);
+        assert!(stderr(&o).contains(message), "{}", stderr(&o));
+    }
+}

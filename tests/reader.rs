@@ -90,7 +90,7 @@ components:
   B:
     <<: *opts
     paths: [{PATH}]
-streams: []
+streams: [{{ from: src, to: A.in }}]
 "
     );
     let (spec, diags) = read(&text);
@@ -106,7 +106,9 @@ streams: []
 
 #[test]
 fn a_merge_key_at_the_root_is_read_like_written_sections() {
-    let text = format!("<<: {{ components: {{ A: {{ paths: [{PATH}] }} }} }}\nstreams: []\n");
+    let text = format!(
+        "<<: {{ components: {{ A: {{ paths: [{PATH}] }} }} }}\nstreams: [{{ from: src, to: A.in }}]\n"
+    );
     let (spec, diags) = read(&text);
     assert!(diags.is_empty(), "{diags:?}");
     assert_eq!(names(&spec.unwrap()), ["A"]);

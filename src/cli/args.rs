@@ -313,6 +313,19 @@ impl LimitArgs {
     }
 }
 
+/// `--max-results`'s value: a positive count. Zero would print nothing, which no one asks
+/// for on purpose; "no limit" is spelt as a large number, so 0 is a usage error that says so.
+fn max_results(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err(
+            "0 would show no finding; pass N >= 1 (a large N, such as 1000000, shows every finding)"
+                .to_string(),
+        ),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{s}` is not a count: pass a whole number N >= 1")),
+    }
+}
+
 /// `--deny` and `--allow`'s values.
 fn lint_target(s: &str) -> Result<Target, String> {
     Target::parse(s)
@@ -333,10 +346,12 @@ pub(crate) struct CheckArgs {
     /// Colour in human output.
     #[arg(long, value_enum, default_value_t = Color::Auto)]
     pub color: Color,
-    /// Most results of `--format sarif` (default 5000, what GitHub code scanning shows of a
-    /// run), or most annotations of each level of `--format github` (default 10, what GitHub
-    /// shows per step). The most severe are kept; the output says how many were left out.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    /// Most findings shown in full: by `--format human` (default 50), as results of `--format
+    /// sarif` (default 5000, what GitHub code scanning shows of a run), or as annotations of each
+    /// level of `--format github` (default 10, what GitHub shows per step). The most severe are
+    /// kept; the output says how many were left out. N is at least 1 (0 is refused: pass a
+    /// large N to show everything).
+    #[arg(long, value_name = "N", value_parser = max_results)]
     pub max_results: Option<u64>,
     /// Execute each spec's dataflow under adversarial schedules (as `blazes simulate` does)
     /// and attach to every unsafe sink (C004) its witness, or say that none was found.

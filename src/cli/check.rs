@@ -48,8 +48,9 @@ fn witness_run(
     });
     if let Some(note) = &note {
         eprintln!(
-            "note: `{path}`: witnesses searched for in {} schedules at most ({note})",
-            thousands(schedules)
+            "note: `{path}`: witnesses searched for in {} {} at most ({note})",
+            thousands(schedules),
+            crate::vocabulary::noun(schedules, "schedule", "schedules")
         );
     }
     let o = simulate::Options {

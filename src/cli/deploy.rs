@@ -37,9 +37,11 @@ pub(crate) struct DeployArgs {
     /// Instances of each component run by the component host (`blazes_runtime::nats::host`),
     /// numbered from 0: each gets a durable consumer `<component>-<instance>` of its inputs
     /// (barrier releases, or the plain input stream of a component without a mechanism). Not
-    /// Raft replicas (`--replicas`); the default is the host's single instance `0`.
+    /// Raft replicas (`--replicas`); the default is the host's single instance `0`. A component
+    /// with `partitions: N` in the spec gets N instances instead, one per partition, each
+    /// reading only its partition's messages (routed by instance) when it has no mechanism.
     #[arg(long, value_name = "N", default_value_t = deploy::DEFAULT_INSTANCES as u16,
-          value_parser = clap::value_parser!(u16).range(1..=1000))]
+          value_parser = clap::value_parser!(u16).range(1..=MAX_INSTANCES as i64))]
     pub instances: u16,
     /// Route the inputs of COMPONENT by instance: instance `i` of it reads only the messages
     /// published to it with routing key `i` (a host with `input_key` `i`), through a consumer
@@ -54,6 +56,25 @@ pub(crate) struct DeployArgs {
     pub choice: PlanChoiceArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+/// The most instances of one component `blazes deploy` deploys (`--instances`, `partitions:`).
+const MAX_INSTANCES: usize = 1000;
+
+/// Each component's `partitions: N`, read again from the spec's text (the dataflow the
+/// analysis keeps does not need them: partitions are one instance to the analysis).
+fn partitions(text: &str, limits: &crate::spec::Limits) -> Vec<(String, usize)> {
+    let (spec, _) = crate::spec::parse(text, limits);
+    spec.map(|s| {
+        s.components
+            .into_iter()
+            .filter_map(|c| {
+                let p = c.partitions?;
+                Some((c.name.text, usize::try_from(p.count).unwrap_or(usize::MAX)))
+            })
+            .collect()
+    })
+    .unwrap_or_default()
 }
 
 /// The deployment of `args.spec`'s plan, or the exit status of why there is none (the reason
@@ -75,6 +96,14 @@ fn deployment(args: &DeployArgs) -> Result<Deployment, i32> {
         eprint!("{text}");
         return Err(EXIT_INVALID);
     };
+    let partitions = partitions(&report.text, &options.limits);
+    if let Some((c, n)) = partitions.iter().find(|(_, n)| *n > MAX_INSTANCES) {
+        eprintln!(
+            "error: component `{}` has `partitions: {n}`, but `blazes deploy` deploys at most {MAX_INSTANCES} instances of a component",
+            crate::report::escape::one_line(c)
+        );
+        return Err(EXIT_INVALID);
+    }
     let plan_options = args.choice.options();
     let plan = crate::plan::plan(&a.dataflow, &plan_options);
     let document = report::plan_json::render(&report.path, plan.named(&a.dataflow));
@@ -89,17 +118,18 @@ fn deployment(args: &DeployArgs) -> Result<Deployment, i32> {
             .map(|c| c.name.clone())
             .collect();
         deploy::derive(file, usize::from(args.replicas)).and_then(|d| {
-            deploy::with_hosts(
+            deploy::with_partitioned_hosts(
                 file,
                 d,
                 &components,
                 usize::from(args.instances),
                 &args.route_by_instance,
+                &partitions,
             )
         })
     });
     derived.map_err(|e| {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", crate::report::escape::one_line(&e.to_string()));
         match e {
             DeployError::Unrepairable(_) => EXIT_FINDINGS,
             _ => EXIT_INVALID,
@@ -118,7 +148,9 @@ pub(crate) fn run(args: &DeployArgs) -> i32 {
         Err(code) => return code,
     };
     if args.dry_run {
-        super::io::write_out(deploy::render(&d).as_bytes());
+        // The objects are named after the spec's names: escaped for the terminal.
+        let text = deploy::render(&d);
+        super::io::write_out(crate::report::escape::visible(&text).as_bytes());
         return EXIT_CLEAN;
     }
     apply(args.nats.as_deref().unwrap_or_default(), &d, args.force)

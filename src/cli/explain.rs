@@ -29,7 +29,8 @@ pub(crate) fn run(query: Option<&str>) -> i32 {
     let names = codes::ALL
         .iter()
         .flat_map(|c| [c.id, c.name])
-        .chain(topics::ALL.iter().map(|t| t.name));
+        .chain(topics::ALL.iter().map(|t| t.name))
+        .chain(topics::ALIASES.iter().map(|&(a, _)| a));
     if let Some(s) = crate::spec::did_you_mean(q, names) {
         msg.push_str(&format!("; did you mean `{s}`?"));
     }

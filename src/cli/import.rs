@@ -14,26 +14,32 @@ use crate::codes;
 use crate::diagnostic::{self, Diagnostic, Span};
 use crate::import::{self, Catalog, Engine};
 use crate::report;
-use crate::spec::Limits;
+use crate::spec::{Input, Limits};
 
 /// A report of a file that could not be used: its diagnostics, located in its text.
-fn invalid_report(path: String, text: String, mut diags: Vec<Diagnostic>) -> FileReport {
+fn invalid_report(
+    input: Input,
+    path: String,
+    text: String,
+    mut diags: Vec<Diagnostic>,
+) -> FileReport {
     diagnostic::sort(&mut diags);
     FileReport {
         path,
         text,
         outcome: Outcome::Invalid(diags),
         files: Default::default(),
+        input,
     }
 }
 
-fn unreadable(shown: String, reason: &str) -> FileReport {
+fn unreadable(input: Input, shown: String, reason: &str) -> FileReport {
     let d = Diagnostic::new(
         &codes::UNREADABLE,
         format!("cannot read `{shown}`: {reason}"),
     )
     .at(Span::new(0, 0), "");
-    invalid_report(shown, String::new(), vec![d])
+    invalid_report(input, shown, String::new(), vec![d])
 }
 
 /// The catalogue of `engine` with the user's at `path`, or the report of what is wrong with
@@ -46,12 +52,14 @@ fn load_catalog(
     let user = match path {
         None => None,
         Some(p) => match read_spec(p, limits) {
-            Err((shown, reason)) => return Err(Box::new(unreadable(shown, &reason))),
+            Err((shown, reason)) => {
+                return Err(Box::new(unreadable(Input::Catalogue, shown, &reason)));
+            }
             Ok((shown, bytes)) => match import::decode(&bytes, limits) {
                 Ok(text) => Some((shown, text)),
                 Err(d) => {
                     let text = String::from_utf8_lossy(&bytes).into_owned();
-                    return Err(Box::new(invalid_report(shown, text, d)));
+                    return Err(Box::new(invalid_report(Input::Catalogue, shown, text, d)));
                 }
             },
         },
@@ -64,7 +72,7 @@ fn load_catalog(
                 engine.builtin_catalog().to_string(),
             )
         });
-        Box::new(invalid_report(path, text, d))
+        Box::new(invalid_report(Input::Catalogue, path, text, d))
     })
 }
 
@@ -89,7 +97,12 @@ pub(crate) fn check_files(
             "`-` is given for both the catalogue and a file, but standard input can be read only once",
         )
         .at(Span::new(0, 0), "");
-        return vec![invalid_report("<stdin>".into(), String::new(), vec![d])];
+        return vec![invalid_report(
+            Input::Topology,
+            "<stdin>".into(),
+            String::new(),
+            vec![d],
+        )];
     }
     match load_catalog(engine, from.catalog.as_deref(), &options.limits) {
         Err(report) => vec![*report],
@@ -114,7 +127,7 @@ fn import_and_check(
     options: &Options,
 ) -> FileReport {
     match read_spec(file, &options.limits) {
-        Err((shown, reason)) => unreadable(shown, &reason),
+        Err((shown, reason)) => unreadable(Input::Topology, shown, &reason),
         Ok((shown, bytes)) => import::check_imported(engine, &shown, bytes, catalog, options),
     }
 }
@@ -174,12 +187,9 @@ pub(crate) fn run(args: &ImportArgs) -> i32 {
         ..Default::default()
     };
     let show = |r: &FileReport| {
-        let index = diagnostic::LineIndex::new(&r.text);
+        let page = report::human::Page::new(&r.path, &r.text);
         for d in r.diagnostics() {
-            eprintln!(
-                "{}",
-                report::human::render_diagnostic_indexed(d, &r.path, &r.text, &index, style)
-            );
+            eprintln!("{}", report::human::render_on(d, &page, style));
         }
     };
     let catalog = match load_catalog(engine, args.catalog.as_deref(), &limits) {
@@ -192,7 +202,7 @@ pub(crate) fn run(args: &ImportArgs) -> i32 {
     let (shown, bytes) = match read_spec(&args.file, &limits) {
         Ok(x) => x,
         Err((shown, reason)) => {
-            show(&unreadable(shown, &reason));
+            show(&unreadable(Input::Topology, shown, &reason));
             return EXIT_INVALID;
         }
     };
@@ -200,6 +210,7 @@ pub(crate) fn run(args: &ImportArgs) -> i32 {
         Ok(t) => t,
         Err(d) => {
             show(&invalid_report(
+                Input::Topology,
                 shown,
                 String::from_utf8_lossy(&bytes).into_owned(),
                 d,
@@ -210,7 +221,7 @@ pub(crate) fn run(args: &ImportArgs) -> i32 {
     let imported = match import::import(engine, &text, &catalog, &import::stem(&shown), &limits) {
         Ok(i) => i,
         Err(d) => {
-            show(&invalid_report(shown, text, d));
+            show(&invalid_report(Input::Topology, shown, text, d));
             return EXIT_INVALID;
         }
     };
@@ -218,10 +229,15 @@ pub(crate) fn run(args: &ImportArgs) -> i32 {
     diagnostic::sort(&mut warnings);
     if args.explain {
         write_out(explanation(&shown, &text, &imported.explained).as_bytes());
-        show(&invalid_report(shown, text, warnings));
+        show(&invalid_report(Input::Topology, shown, text, warnings));
         return EXIT_CLEAN;
     }
-    show(&invalid_report(shown.clone(), text, warnings));
+    show(&invalid_report(
+        Input::Topology,
+        shown.clone(),
+        text,
+        warnings,
+    ));
     let Some(out) = &args.output else {
         write_out(imported.spec.as_bytes());
         return EXIT_CLEAN;

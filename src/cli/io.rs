@@ -113,18 +113,22 @@ pub(crate) fn check_file(spec: &Path, options: &Options) -> FileReport {
             ]),
 
             files: Default::default(),
+            input: crate::spec::Input::Spec,
         },
     }
 }
 
 /// Whether to colour what goes to `stream` (standard output or standard error): as asked,
-/// or, for `auto`, when it is a terminal and `NO_COLOR` is unset or empty.
+/// or, for `auto`, when it is a terminal, `NO_COLOR` is unset or empty, and `TERM` is not
+/// `dumb` (a terminal that shows escape sequences as text: Emacs' shell, some CI logs).
 pub(crate) fn use_color(choice: Color, stream: &impl IsTerminal) -> bool {
     match choice {
         Color::Always => true,
         Color::Never => false,
         Color::Auto => {
-            stream.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            stream.is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
         }
     }
 }

@@ -2,7 +2,8 @@
 //! (`crate::simulate`), and print per sink what was observed, with a witness when the sink
 //! received different contents.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -11,8 +12,11 @@ use super::io::{check_file, is_stdin};
 use crate::check::{EXIT_CLEAN, EXIT_FINDINGS, EXIT_INVALID, FileReport, Options, Outcome};
 use crate::diagnostic::{LineIndex, Severity};
 use crate::label::FailOn;
+use crate::report::escape;
 use crate::report::format::{self, Settings};
-use crate::simulate::{self, Observed, Simulation, Witness};
+use crate::report::grouped::thousands;
+use crate::simulate::{self, Observed, Simulation, Witness, verify};
+use crate::vocabulary::{noun, plural};
 
 /// Version of the JSON document; bumped on any incompatible change.
 const JSON_VERSION: u64 = 1;
@@ -31,9 +35,11 @@ pub(crate) fn run(args: &SimulateArgs) -> i32 {
     let sim_options = args.run.options(simulate::DEFAULT_SCHEDULES);
     let mut code = EXIT_CLEAN;
     let mut files: Vec<(FileReport, Option<Simulation>)> = Vec::new();
+    // Per file: why it ran fewer schedules than asked, or none.
+    let mut notes: Vec<Option<String>> = Vec::new();
     for spec in &args.specs {
         let report = check_file(spec, &options);
-        let sim = match &report.outcome {
+        let (sim, note) = match &report.outcome {
             Outcome::Invalid(_) => {
                 // The diagnostics of an invalid spec go to standard error, as `check` prints them.
                 let mut err = std::io::stderr().lock();
@@ -43,26 +49,158 @@ pub(crate) fn run(args: &SimulateArgs) -> i32 {
                     &mut err,
                 );
                 code = code.max(EXIT_INVALID);
-                None
+                (None, None)
             }
             Outcome::Analysed(a) => {
-                let sim = simulate::simulate(&a.dataflow, &a.analysis, &sim_options);
-                if sim.failing() {
+                let budget = budget(
+                    &report.path,
+                    a.dataflow.components.len(),
+                    args,
+                    &sim_options,
+                );
+                let sim = budget.schedules.map(|schedules| {
+                    let o = simulate::Options {
+                        schedules,
+                        ..sim_options.clone()
+                    };
+                    let mut progress = Progress::new(&report.path, schedules);
+                    let sim =
+                        simulate::simulate_with_progress(&a.dataflow, &a.analysis, &o, &mut |n| {
+                            progress.update(n)
+                        });
+                    progress.finish();
+                    sim
+                });
+                if sim.as_ref().is_some_and(Simulation::failing) {
                     code = code.max(EXIT_FINDINGS);
                 }
-                Some(sim)
+                (sim, budget.note)
             }
         };
         files.push((report, sim));
+        notes.push(note);
     }
     let text = match args.format {
-        SimulateFormat::Human => human(&files, &sim_options),
-        SimulateFormat::Json => json_document(&files, &sim_options),
+        // The report quotes the spec's names and records' values: escaped.
+        SimulateFormat::Human => escape::visible(&human(&files, &notes, &sim_options)).into_owned(),
+        SimulateFormat::Json => json_document(&files, &notes, &sim_options),
     };
     let mut out = std::io::stdout().lock();
     // A closed pipe (`blazes simulate ... | head`) is not an error worth a panic.
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
     code
+}
+
+/// How many schedules a spec gets, and why when it is not what was asked.
+struct Budget {
+    /// `None`: the spec is too big to simulate by default.
+    schedules: Option<usize>,
+    note: Option<String>,
+}
+
+/// The schedules of one spec: `--schedules` when given, else the size-aware budget `blazes
+/// check --witness` and `blazes plan` use (a schedule of a 100-component spec costs about as
+/// much as 250 of a 20-component one), and none past its limit.
+fn budget(path: &str, components: usize, args: &SimulateArgs, o: &simulate::Options) -> Budget {
+    if args.run.schedules.is_some() {
+        return Budget {
+            schedules: Some(o.schedules),
+            note: None,
+        };
+    }
+    match verify::size_budget(components, o.schedules) {
+        Some(n) if n < o.schedules => Budget {
+            schedules: Some(n),
+            note: Some(format!(
+                "budget: at most {} {}, reduced from {} for a spec of {} {}; --schedules N runs more",
+                thousands(n),
+                noun(n, "schedule", "schedules"),
+                thousands(o.schedules),
+                thousands(components),
+                noun(components, "component", "components")
+            )),
+        },
+        Some(n) => Budget {
+            schedules: Some(n),
+            note: None,
+        },
+        None => {
+            let note = format!(
+                "not simulated: the spec has {} components, more than `blazes simulate` simulates by default ({}); pass --schedules N to simulate it anyway",
+                thousands(components),
+                verify::PLAN_MAX_COMPONENTS
+            );
+            eprintln!("note: `{}`: {note}", escape::one_line(path));
+            Budget {
+                schedules: None,
+                note: Some(note),
+            }
+        }
+    }
+}
+
+/// A count of the schedules run, on standard error when it is a terminal and the simulation
+/// has run for a second: `\r` updates of one line, erased at the end.
+struct Progress {
+    path: String,
+    total: usize,
+    started: Instant,
+    last: Option<Instant>,
+    on: bool,
+}
+
+impl Progress {
+    /// Shown only after this long: short runs print nothing.
+    const AFTER: Duration = Duration::from_secs(1);
+    /// At most this often.
+    const EVERY: Duration = Duration::from_millis(100);
+
+    fn new(path: &str, total: usize) -> Self {
+        Progress {
+            path: escape::one_line(path).into_owned(),
+            total,
+            started: Instant::now(),
+            last: None,
+            on: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn update(&mut self, at: simulate::Progress) {
+        if !self.on {
+            return;
+        }
+        let now = Instant::now();
+        // A new witness is always said (there are few); schedules at most every EVERY.
+        let often = matches!(at, simulate::Progress::Schedules(_))
+            && self
+                .last
+                .is_some_and(|l| now.duration_since(l) < Self::EVERY);
+        if now.duration_since(self.started) < Self::AFTER || often {
+            return;
+        }
+        self.last = Some(now);
+        let mut err = std::io::stderr().lock();
+        let _ = match at {
+            simulate::Progress::Schedules(done) => write!(
+                err,
+                "\r\x1b[K{}: simulating, {} of at most {} schedules",
+                self.path,
+                thousands(done),
+                thousands(self.total)
+            ),
+            simulate::Progress::Witness { n, of } => {
+                write!(err, "\r\x1b[K{}: shrinking witness {n} of {of}", self.path)
+            }
+        };
+        let _ = err.flush();
+    }
+
+    fn finish(&self) {
+        if self.last.is_some() {
+            // Carriage return, then erase the line: the report starts on a clean line.
+            eprint!("\r\x1b[K");
+        }
+    }
 }
 
 fn label_text(report: &FileReport, s: usize) -> Option<String> {
@@ -75,14 +213,15 @@ fn label_text(report: &FileReport, s: usize) -> Option<String> {
 fn exploration(sim: &Simulation, o: &simulate::Options) -> String {
     let how = if sim.exhaustive {
         format!(
-            "exhaustive, {} schedule{} cover every delivery order that matters",
-            sim.schedules,
-            if sim.schedules == 1 { "" } else { "s" }
+            "exhaustive, {} every delivery order that matters",
+            plural(sim.schedules, "schedule covers", "schedules cover")
         )
     } else {
         format!(
-            "not exhaustive, {} schedules (depth-first, then random with seed {})",
-            sim.schedules, o.seed
+            "not exhaustive, {} {} (depth-first, then random with seed {})",
+            thousands(sim.schedules),
+            noun(sim.schedules, "schedule", "schedules"),
+            o.seed
         )
     };
     let inconclusive = match sim.inconclusive {
@@ -90,8 +229,8 @@ fn exploration(sim: &Simulation, o: &simulate::Options) -> String {
         n => format!(", {n} inconclusive (delivery budget exhausted)"),
     };
     format!(
-        "{how}, {} instances per replicated component{inconclusive}",
-        o.replicas
+        "{how}, {} per replicated component{inconclusive}",
+        plural(o.replicas, "instance", "instances")
     )
 }
 
@@ -152,20 +291,28 @@ fn human_witness(w: &Witness, sink: &str, out: &mut String) {
     );
 }
 
-fn human(files: &[(FileReport, Option<Simulation>)], o: &simulate::Options) -> String {
+fn human(
+    files: &[(FileReport, Option<Simulation>)],
+    notes: &[Option<String>],
+    o: &simulate::Options,
+) -> String {
     let mut out = String::new();
-    for (report, sim) in files {
+    for ((report, sim), note) in files.iter().zip(notes) {
         let Some(sim) = sim else {
-            out.push_str(&format!(
-                "{}: not simulated: the spec is invalid (see standard error)\n",
-                report.path
-            ));
+            match note {
+                Some(note) => out.push_str(&format!("{}: {note}\n", report.path)),
+                None => out.push_str(&format!(
+                    "{}: not simulated: the spec is invalid (see standard error)\n",
+                    report.path
+                )),
+            }
             continue;
         };
         let Outcome::Analysed(a) = &report.outcome else {
             continue;
         };
-        out.push_str(&format!("{}: {}\n", report.path, exploration(sim, o)));
+        let note = note.as_ref().map_or(String::new(), |n| format!(" ({n})"));
+        out.push_str(&format!("{}: {}{note}\n", report.path, exploration(sim, o)));
         let index = LineIndex::new(&report.text);
         for (s, r) in sim.sinks.iter().enumerate() {
             let label = label_text(report, s).unwrap_or_else(|| "unreached".to_string());
@@ -210,10 +357,19 @@ fn witness_json(w: &Witness) -> Value {
     })
 }
 
-fn json_document(files: &[(FileReport, Option<Simulation>)], o: &simulate::Options) -> String {
+fn json_document(
+    files: &[(FileReport, Option<Simulation>)],
+    notes: &[Option<String>],
+    o: &simulate::Options,
+) -> String {
     let files: Vec<Value> = files
         .iter()
-        .map(|(report, sim)| match sim {
+        .zip(notes)
+        .map(|((report, sim), note)| match sim {
+            None if note.is_some() => json!({
+                "path": report.path,
+                "note": note,
+            }),
             None => json!({
                 "path": report.path,
                 "error": "the spec is invalid",
@@ -226,6 +382,7 @@ fn json_document(files: &[(FileReport, Option<Simulation>)], o: &simulate::Optio
                 "seed": o.seed,
                 "replicas": o.replicas,
                 "inconclusive": sim.inconclusive,
+                "note": note,
                 "sinks": sim.sinks.iter().enumerate().map(|(s, r)| json!({
                     "name": r.name,
                     "label": label_text(report, s),

@@ -153,7 +153,13 @@ impl RandomSpec {
         let lines = self.stream_lines();
         s.push_str("streams:\n");
         if lines.is_empty() {
-            s.push_str("  []\n");
+            // A spec needs a stream (S009): with none drawn, the first producer feeds the sink.
+            let from = (0..self.sources.len() + self.components.len() * OUTPUTS.len())
+                .find_map(|p| self.producer(p));
+            match from {
+                Some(from) => s.push_str(&format!("  - {{ from: {from}, to: out }}\n")),
+                None => s.push_str("  []\n"),
+            }
         }
         for &i in stream_order.iter().filter(|&&i| i < lines.len()) {
             s.push_str(&lines[i]);

@@ -233,11 +233,16 @@ pub fn import(
     name: &str,
     limits: &Limits,
 ) -> Result<Imported, Vec<Diagnostic>> {
-    let mut topology = match engine {
-        Engine::KafkaStreams => kafka_streams::parse(text, limits)?,
-        Engine::Flink => flink::parse(text, limits)?,
-        Engine::StormFlux => storm_flux::parse(text, limits)?,
+    let parsed = match engine {
+        Engine::KafkaStreams => kafka_streams::parse(text, limits),
+        Engine::Flink => flink::parse(text, limits),
+        Engine::StormFlux => storm_flux::parse(text, limits),
     };
+    let mut topology = parsed.map_err(|diags| match looks_like(text) {
+        // The parser's own errors would be about a format the file is not in.
+        Some((kind, at)) if kind != Looks::Engine(engine) => vec![wrong_engine(engine, kind, at)],
+        _ => diags,
+    })?;
     let mut entries: Vec<Option<usize>> = {
         let mut lookup = catalog.lookup();
         topology
@@ -263,6 +268,100 @@ pub fn import(
     };
     let name = topology.name.clone().unwrap_or_else(|| name.to_string());
     Ok(emit::emit(engine, &topology, catalog, &entries, &name))
+}
+
+/// What a file that failed to parse looks like, from its first lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Looks {
+    Engine(Engine),
+    /// A `blazes` spec (`components:` at the top level).
+    Spec,
+}
+
+impl Looks {
+    fn describe(self) -> &'static str {
+        match self {
+            Looks::Engine(Engine::KafkaStreams) => "a Kafka Streams describe() text",
+            Looks::Engine(Engine::Flink) => "a Flink execution plan (JSON)",
+            Looks::Engine(Engine::StormFlux) => "a Storm Flux file",
+            Looks::Spec => "a blazes spec",
+        }
+    }
+}
+
+/// What `text` looks like, and where the marker that says so is: the markers each format
+/// has (`Topologies:` or `Sub-topology:`; a JSON object with `"nodes"`; Flux's `spouts:` or
+/// `bolts:` and a spec's `components:` at the start of a line), looked for in its first
+/// 64 KiB only.
+fn looks_like(text: &str) -> Option<(Looks, Span)> {
+    let head = prefix_bytes(text, 64 * 1024);
+    let at = |marker: &str, offset: usize| Span::new(offset, marker.len());
+    let line_start = |key: &str| {
+        let mut offset = 0;
+        for line in head.split_inclusive('\n') {
+            if line.starts_with(key) {
+                return Some(offset);
+            }
+            offset += line.len();
+        }
+        None
+    };
+    for marker in ["Sub-topology:", "Topologies:"] {
+        if let Some(i) = head.find(marker) {
+            return Some((Looks::Engine(Engine::KafkaStreams), at(marker, i)));
+        }
+    }
+    if head.trim_start().starts_with('{')
+        && let Some(i) = head.find("\"nodes\"")
+    {
+        return Some((Looks::Engine(Engine::Flink), at("\"nodes\"", i)));
+    }
+    for (marker, looks) in [
+        ("spouts:", Looks::Engine(Engine::StormFlux)),
+        ("bolts:", Looks::Engine(Engine::StormFlux)),
+        ("components:", Looks::Spec),
+    ] {
+        if let Some(i) = line_start(marker) {
+            return Some((looks, at(marker, i)));
+        }
+    }
+    None
+}
+
+fn prefix_bytes(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The one error of a file given to the wrong engine: what it looks like, and the command that
+/// reads it.
+fn wrong_engine(engine: Engine, kind: Looks, at: Span) -> Diagnostic {
+    let expected = match engine {
+        Engine::KafkaStreams => "a Kafka Streams describe() text",
+        Engine::Flink => "a Flink execution plan",
+        Engine::StormFlux => "a Flux file",
+    };
+    let help = match kind {
+        Looks::Engine(e) => format!(
+            "import it with `blazes import {} FILE`, or check it with `--from {}`",
+            e.name(),
+            e.name()
+        ),
+        Looks::Spec => "check it as a spec: `blazes check FILE`, without `--from`".to_string(),
+    };
+    Diagnostic::new(
+        &codes::INVALID_TOPOLOGY,
+        format!(
+            "this looks like {}, not {expected}, which `{}` reads",
+            kind.describe(),
+            engine.name()
+        ),
+    )
+    .at(at, format!("{} has this", kind.describe()))
+    .help(help)
 }
 
 /// What catalogue patterns are matched against: at most the first 4096 bytes of a class or
@@ -327,6 +426,7 @@ pub fn check_imported(
                 text: String::from_utf8_lossy(&bytes).into_owned(),
                 outcome: Outcome::Invalid(diags),
                 files: Default::default(),
+                input: Input::Topology,
             };
         }
     };
@@ -340,6 +440,7 @@ pub fn check_imported(
                 text,
                 outcome: Outcome::Invalid(diags),
                 files: Default::default(),
+                input: Input::Topology,
             };
         }
     };
@@ -355,6 +456,7 @@ pub fn check_imported(
     if let Outcome::Analysed(a) = &mut report.outcome {
         a.dataflow.engine = Some(engine);
     }
+    report.input = Input::Topology;
     remap::into_file(&mut report, &imported.map, text);
     let diags = match &mut report.outcome {
         Outcome::Invalid(d) => d,

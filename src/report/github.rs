@@ -8,6 +8,7 @@
 //! the message; additionally `:` and `,` in property values, which would otherwise end the
 //! value early.
 
+use super::escape;
 use super::format::{CheckWrite, Format};
 use crate::check::{FileReport, Outcome};
 use crate::diagnostic::{LineIndex, Severity};
@@ -22,7 +23,9 @@ fn escape_data(s: &str) -> String {
 }
 
 fn escape_property(s: &str) -> String {
-    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+    escape_data(&escape::one_line(s))
+        .replace(':', "%3A")
+        .replace(',', "%2C")
 }
 
 /// GitHub resolves `file=` against the repository root; `./` prefixes confuse the matching
@@ -146,7 +149,12 @@ fn command(
     if let Some(h) = &d.help {
         msg.push_str(&format!("\nhelp: {h}"));
     }
-    format!("::{kind} {}::{}\n", props.join(","), escape_data(&msg))
+    // GitHub's log viewer acts on ANSI sequences: the spec's text is escaped visibly first.
+    format!(
+        "::{kind} {}::{}\n",
+        props.join(","),
+        escape_data(&escape::visible(&msg))
+    )
 }
 
 /// [`render_bounded`] with GitHub's per-step limits.
@@ -195,7 +203,7 @@ pub fn render_bounded_with(
             out.push_str(&format!(
                 "::error title={}::{}: failed by denied warnings: {}\n",
                 escape_property("blazes: denied warnings"),
-                escape_data(&r.path),
+                escape_data(&escape::one_line(&r.path)),
                 a.denied.join(", ")
             ));
         }
@@ -203,13 +211,16 @@ pub fn render_bounded_with(
     let (errors, warnings) = grouped::left_out(&findings, &keep);
     if errors + warnings > 0 {
         out.push_str(&format!(
-            "::notice title={}::{} errors and {} warnings were left out: GitHub shows at most 10 error and 10 warning annotations per step (50 per job), and those above are the most severe. Run `blazes check` for every finding, or pass --max-results N.\n",
+            "::notice title={}::{} {} and {} {} left out: GitHub shows at most 10 error and 10 warning annotations per step (50 per job), and those above are the most severe. Run `blazes check` for every finding, or pass --max-results N.\n",
             escape_property(&format!(
-                "blazes: {} findings not annotated",
-                grouped::thousands(errors + warnings)
+                "blazes: {} {} not annotated",
+                grouped::thousands(errors + warnings),
+                vocabulary::noun(errors + warnings, "finding", "findings")
             )),
             grouped::thousands(errors),
-            grouped::thousands(warnings)
+            vocabulary::noun(errors, "error", "errors"),
+            grouped::thousands(warnings),
+            vocabulary::noun(warnings, "warning was", "warnings were")
         ));
     }
     out

@@ -1,6 +1,7 @@
 //! The default output: miette's graphical diagnostics (caret under the offending token, the
 //! provenance chain as secondary labels), then a one-line summary per file.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use miette::{
@@ -8,12 +9,14 @@ use miette::{
     SourceCode, SourceSpan, SpanContents,
 };
 
+use super::escape::{self, Escaped};
 use super::format::{CheckWrite, Format, Settings};
 use super::witness::{self, Witnesses};
 use crate::check::{FileReport, Outcome};
-use crate::diagnostic::{Diagnostic, LineIndex, Severity};
+use crate::diagnostic::{Diagnostic, LineIndex, Severity, Span};
 use crate::label::Label;
-use crate::vocabulary::plural;
+use crate::report::grouped::thousands;
+use crate::vocabulary::{noun, plural};
 
 /// How the human report looks: colours, and the width it wraps at.
 #[derive(Clone, Copy, Debug)]
@@ -32,6 +35,46 @@ impl Default for Style {
     }
 }
 
+/// A file made ready to draw diagnostics on: its path and text with every control character
+/// escaped ([`escape`]), so a spec cannot drive the terminal of whoever reads its report, and
+/// the line indexes every diagnostic of the file shares.
+pub struct Page<'a> {
+    path: Cow<'a, str>,
+    original: &'a str,
+    escaped: Escaped<'a>,
+    /// The line index of the escaped text.
+    index: LineIndex,
+    /// The original text's, for columns, when escaping changed the text.
+    original_index: Option<LineIndex>,
+}
+
+impl<'a> Page<'a> {
+    pub fn new(path: &'a str, text: &'a str) -> Self {
+        let escaped = Escaped::new(text);
+        let index = LineIndex::new(&escaped.text);
+        let original_index = escaped.changed().then(|| LineIndex::new(text));
+        Page {
+            path: escape::one_line(path),
+            original: text,
+            escaped,
+            index,
+            original_index,
+        }
+    }
+
+    fn text(&self) -> &str {
+        &self.escaped.text
+    }
+
+    /// Line and column (characters of the spec's own text) of an offset of the escaped text.
+    fn line_col(&self, offset: usize) -> (usize, usize) {
+        match &self.original_index {
+            Some(index) => index.line_col(self.original, self.escaped.original(offset)),
+            None => self.index.line_col(self.text(), offset),
+        }
+    }
+}
+
 /// The spec text under the path the user gave.
 ///
 /// miette's own `read_span` on a `str` walks the text from its start to find line numbers, so
@@ -39,9 +82,7 @@ impl Default for Style {
 /// thousand errors would hang the check. This reads only the lines around the span, numbered
 /// with a line index built once per file.
 struct Source<'a> {
-    name: &'a str,
-    text: &'a str,
-    index: &'a LineIndex,
+    page: &'a Page<'a>,
 }
 
 impl SourceCode for Source<'_> {
@@ -51,25 +92,26 @@ impl SourceCode for Source<'_> {
         before: usize,
         after: usize,
     ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
-        let start = span.offset().min(self.text.len());
-        let end = (start + span.len()).min(self.text.len());
+        let (text, index) = (self.page.text(), &self.page.index);
+        let start = span.offset().min(text.len());
+        let end = (start + span.len()).min(text.len());
         // Two spare lines on each side: miette's context algorithm must see the same
         // neighbourhood as in the whole text, or adjacent contexts stop merging.
-        let first = self.index.line_of(start).saturating_sub(before + 2);
-        let last = self.index.line_of(end).saturating_add(after + 3);
-        let from = self.index.line_start(first, self.text);
-        let to = self.index.line_start(last, self.text);
-        let window = &self.text[from..to];
+        let first = index.line_of(start).saturating_sub(before + 2);
+        let last = index.line_of(end).saturating_add(after + 3);
+        let from = index.line_start(first, text);
+        let to = index.line_start(last, text);
+        let window = &text[from..to];
         let local = SourceSpan::new((start - from).into(), end - start);
         let inner = window.read_span(&local, before, after)?;
         // miette counts the column in bytes (it is 0 when context lines are asked for); the
         // `[file:line:column]` it prints must count characters, as every other format does.
         let column = match inner.column() {
             0 => 0,
-            _ => self.index.line_col(self.text, start).1 - 1,
+            _ => self.page.line_col(start).1 - 1,
         };
         Ok(Box::new(MietteSpanContents::new_named(
-            self.name.to_string(),
+            self.page.path.to_string(),
             inner.data(),
             SourceSpan::new((inner.span().offset() + from).into(), inner.span().len()),
             inner.line() + first,
@@ -88,6 +130,9 @@ impl SourceCode for Source<'_> {
 struct Rendered<'a> {
     d: &'a Diagnostic,
     source: Source<'a>,
+    /// The message, the notes' texts and the help, escaped to one line each.
+    message: Cow<'a, str>,
+    help: Option<Cow<'a, str>>,
     /// Whether miette draws the snippet (see [`MAX_SNIPPET_LINE`]).
     snippet: bool,
 }
@@ -99,22 +144,24 @@ const MAX_SNIPPET_LINE: usize = 2000;
 
 impl fmt::Debug for Rendered<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.d.message)
+        f.write_str(&self.message)
     }
 }
 
 impl fmt::Display for Rendered<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.d.message)
+        f.write_str(&self.message)
     }
 }
 
 impl std::error::Error for Rendered<'_> {}
 
-fn clamp(text: &str, offset: usize, len: usize) -> SourceSpan {
-    let offset = offset.min(text.len());
-    let len = len.min(text.len() - offset);
-    SourceSpan::new(offset.into(), len)
+/// A span of the original text as a span of the page's escaped text, inside it.
+fn clamp(page: &Page, span: Span) -> SourceSpan {
+    let text = page.text();
+    let offset = page.escaped.offset(span.offset).min(text.len());
+    let end = page.escaped.offset(span.end()).clamp(offset, text.len());
+    SourceSpan::new(offset.into(), end - offset)
 }
 
 impl miette::Diagnostic for Rendered<'_> {
@@ -131,8 +178,7 @@ impl miette::Diagnostic for Rendered<'_> {
         })
     }
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        self.d
-            .help
+        self.help
             .as_ref()
             .map(|h| Box::new(h) as Box<dyn fmt::Display>)
     }
@@ -147,16 +193,16 @@ impl miette::Diagnostic for Rendered<'_> {
         if !self.snippet {
             return None;
         }
-        let text = self.source.text;
+        let page = self.source.page;
         let primary = self.d.primary.as_ref()?;
         let mut labels = vec![LabeledSpan::new_primary_with_span(
-            Some(primary.text.to_string()),
-            clamp(text, primary.span.offset, primary.span.len),
+            Some(escape::one_line(&primary.text).into_owned()),
+            clamp(page, primary.span),
         )];
         for n in &self.d.related {
             labels.push(LabeledSpan::new_with_span(
-                Some(n.text.to_string()),
-                clamp(text, n.span.offset, n.span.len),
+                Some(escape::one_line(&n.text).into_owned()),
+                clamp(page, n.span),
             ));
         }
         Some(Box::new(labels.into_iter()))
@@ -174,50 +220,60 @@ fn handler(style: Style) -> GraphicalReportHandler {
         .with_links(false)
 }
 
-/// One diagnostic, rendered with its snippet. Builds a line index of `text`: to render many
-/// diagnostics of one file, use [`render_diagnostic_indexed`] with one index.
+/// One diagnostic, rendered with its snippet. Prepares the whole file: to render many
+/// diagnostics of one file, use [`render_on`] with one [`Page`].
 pub fn render_diagnostic(d: &Diagnostic, path: &str, text: &str, style: Style) -> String {
-    render_diagnostic_indexed(d, path, text, &LineIndex::new(text), style)
+    render_on(d, &Page::new(path, text), style)
 }
 
-/// [`render_diagnostic`] with the file's line index.
-pub fn render_diagnostic_indexed(
-    d: &Diagnostic,
-    path: &str,
-    text: &str,
-    index: &LineIndex,
-    style: Style,
-) -> String {
+/// One diagnostic of the file `page` shows, with its snippet.
+pub fn render_on(d: &Diagnostic, page: &Page, style: Style) -> String {
     let mut out = String::new();
+    let (text, index) = (page.text(), &page.index);
     let line_len = |offset: usize| {
-        let line = index.line_of(offset.min(text.len()));
+        let line = index.line_of(page.escaped.offset(offset).min(text.len()));
         index.line_start(line + 1, text) - index.line_start(line, text)
     };
-    let snippet = d.primary.iter().chain(&d.related).all(|n| {
-        line_len(n.span.offset) <= MAX_SNIPPET_LINE && line_len(n.span.end()) <= MAX_SNIPPET_LINE
-    });
+    // A file with no text (unreadable, binary) has no snippet to draw: an empty box says
+    // nothing, and the message already names the file.
+    let empty = page.original.is_empty();
+    let snippet = !empty
+        && d.primary.iter().chain(&d.related).all(|n| {
+            line_len(n.span.offset) <= MAX_SNIPPET_LINE
+                && line_len(n.span.end()) <= MAX_SNIPPET_LINE
+        });
     let r = Rendered {
         d,
-        source: Source {
-            name: path,
-            text,
-            index,
-        },
+        source: Source { page },
+        message: escape::one_line(&d.message),
+        help: d.help.as_deref().map(escape::visible),
         snippet,
     };
     handler(style)
         .render_report(&mut out, &r)
         .expect("writing to a String cannot fail");
-    if !snippet {
+    if empty && d.primary.is_some() {
+        // Where, without a box around nothing: the file itself.
+        out.push_str(&format!("   at [{}]\n", page.path));
+    }
+    if !snippet && !empty {
         for (i, n) in d.primary.iter().chain(&d.related).enumerate() {
-            let (line, col) = index.line_col(text, n.span.offset);
-            let what = if n.text.is_empty() { "here" } else { &n.text };
+            let at = page.escaped.offset(n.span.offset.min(page.original.len()));
+            let (line, col) = page.line_col(at);
+            let what = if n.text.is_empty() {
+                "here".into()
+            } else {
+                escape::one_line(&n.text)
+            };
             let long = if i == 0 {
                 " (the line is too long to show)"
             } else {
                 ""
             };
-            out.push_str(&format!("   at [{path}:{line}:{col}]: {what}{long}\n"));
+            out.push_str(&format!(
+                "   at [{}:{line}:{col}]: {what}{long}\n",
+                page.path
+            ));
         }
     }
     out
@@ -230,11 +286,11 @@ fn render_composed(
     r: &FileReport,
     places: &super::located::Places,
     d: &Diagnostic,
-    root: &LineIndex,
+    page: &Page,
     style: Style,
 ) -> String {
     let Some(primary) = &d.primary else {
-        return render_diagnostic_indexed(d, &r.path, &r.text, root, style);
+        return render_on(d, page, style);
     };
     let home = places.place(primary.span);
     let mut local = d.clone();
@@ -251,33 +307,39 @@ fn render_composed(
                 text: n.text.clone(),
             });
         } else {
-            let (line, col) = at.index.unwrap_or(root).line_col(at.text, at.span.offset);
+            let (line, col) = match at.index {
+                Some(index) => index.line_col(at.text, at.span.offset),
+                None => LineIndex::new(at.text).line_col(at.text, at.span.offset),
+            };
             let what = if n.text.is_empty() { "here" } else { &n.text };
-            elsewhere.push(format!("   at [{}:{line}:{col}]: {what}\n", at.path));
+            elsewhere.push(format!(
+                "   at [{}:{line}:{col}]: {}\n",
+                escape::one_line(at.path),
+                escape::one_line(what)
+            ));
         }
     }
-    let mut out = render_diagnostic_indexed(
-        &local,
-        home.path,
-        home.text,
-        home.index.unwrap_or(root),
-        style,
-    );
+    let mut out = render_on(&local, &Page::new(home.path, home.text), style);
     for e in elsewhere {
         out.push_str(&e);
     }
     if let Some(u) = r.used_from(primary.span) {
-        out.push_str(&format!("   {u}\n"));
+        out.push_str(&format!("   {}\n", escape::one_line(&u.to_string())));
     }
     out
 }
 
-/// The one-line summary of a file.
+/// The one-line summary of a file, escaped to one line ([`escape::one_line`]).
 pub fn summary(r: &FileReport) -> String {
+    escape::one_line(&summary_text(r)).into_owned()
+}
+
+fn summary_text(r: &FileReport) -> String {
     match &r.outcome {
         Outcome::Invalid(d) => format!(
-            "{}: invalid spec, {}",
+            "{}: invalid {}, {}",
             r.path,
+            r.input.noun(),
             plural(d.len(), "error", "errors")
         ),
         Outcome::Analysed(a) => {
@@ -302,7 +364,6 @@ pub fn summary(r: &FileReport) -> String {
                 .filter(|d| d.severity == Severity::Warning)
                 .count();
             let points = a.analysis.points.len();
-            let barriers = a.analysis.barriers.len();
             let mut parts = vec![];
             if failing.is_empty() && !a.denied.is_empty() {
                 parts.push(format!(
@@ -336,42 +397,121 @@ pub fn summary(r: &FileReport) -> String {
                 parts.push(format!("denied warnings: {}", a.denied.join(", ")));
             }
             parts.push(plural(points, "point of order", "points of order"));
-            parts.push(plural(barriers, "seal barrier", "seal barriers"));
+            parts.push(barriers_named(a));
             parts.push(plural(warnings, "warning", "warnings"));
             format!("{}: {}", r.path, parts.join("; "))
         }
     }
 }
 
-/// Every diagnostic of every file, then a summary line per file.
-pub fn render(reports: &[FileReport], style: Style) -> String {
-    render_with(reports, style, None)
+/// The seal barriers the runtime must provide, named as JSON's `seal_barriers` names them
+/// (`Count.words by [batch], waiting for tweets`): the first few, and a count of the rest.
+fn barriers_named(a: &crate::check::Analysed) -> String {
+    const SHOWN: usize = 3;
+    let (df, bs) = (&a.dataflow, &a.analysis.barriers);
+    let counted = plural(bs.len(), "seal barrier", "seal barriers");
+    if bs.is_empty() {
+        return counted;
+    }
+    let mut named: Vec<String> = bs
+        .iter()
+        .take(SHOWN)
+        .map(|b| {
+            let keys = df.keys.names(b.key);
+            let by = if keys.is_empty() {
+                "whole (a bounded input)".to_string()
+            } else {
+                format!("by [{}]", keys.join(", "))
+            };
+            format!(
+                "{}.{} {by}, waiting for {}",
+                df.component(b.component).name,
+                df.iface(b.input).name,
+                crate::analysis::producer_names(df, &b.producers).join(", ")
+            )
+        })
+        .collect();
+    if bs.len() > SHOWN {
+        named.push(format!("and {} more", thousands(bs.len() - SHOWN)));
+    }
+    format!("{counted} ({})", named.join("; "))
 }
 
-/// [`render`], with the witness of each unsafe sink (C004) under its diagnostic when
-/// `witnesses` is given (`blazes check --witness`).
-pub fn render_with(reports: &[FileReport], style: Style, witnesses: Option<&Witnesses>) -> String {
+/// How many diagnostics the human report shows in full by default: a screenful or two of the
+/// most severe; a count says how many more there are.
+pub const DEFAULT_MAX_RESULTS: usize = 50;
+
+/// The most severe [`DEFAULT_MAX_RESULTS`] diagnostics of every file, then a summary line per
+/// file.
+pub fn render(reports: &[FileReport], style: Style) -> String {
+    render_with(reports, style, None, DEFAULT_MAX_RESULTS)
+}
+
+/// Which diagnostics to show when at most `max` may be: errors before warnings, each in output
+/// order (files in the order given, a file's diagnostics by position). `keep[file][i]`.
+fn select(reports: &[FileReport], max: usize) -> Vec<Vec<bool>> {
+    let mut left = max;
+    let mut keep: Vec<Vec<bool>> = reports
+        .iter()
+        .map(|r| vec![false; r.diagnostics().len()])
+        .collect();
+    for severity in [Severity::Error, Severity::Warning] {
+        for (file, r) in reports.iter().enumerate() {
+            for (i, d) in r.diagnostics().iter().enumerate() {
+                if left > 0 && d.severity == severity {
+                    keep[file][i] = true;
+                    left -= 1;
+                }
+            }
+        }
+    }
+    keep
+}
+
+/// [`render`], at most `max` diagnostics in full (the most severe: see [`DEFAULT_MAX_RESULTS`];
+/// a line counts the others), with the witness of each unsafe sink (C004) under its diagnostic
+/// when `witnesses` is given (`blazes check --witness`).
+pub fn render_with(
+    reports: &[FileReport],
+    style: Style,
+    witnesses: Option<&Witnesses>,
+    max: usize,
+) -> String {
+    let keep = select(reports, max);
     let mut out = String::new();
     for (file, r) in reports.iter().enumerate() {
-        let index = LineIndex::new(&r.text);
+        if !keep[file].contains(&true) {
+            continue;
+        }
+        let page = Page::new(&r.path, &r.text);
         let sinks = match (&r.outcome, witnesses) {
             (Outcome::Analysed(a), Some(_)) => witness::c004_sinks(a),
             _ => Vec::new(),
         };
         let places = super::located::Places::new(r);
         for (i, d) in r.diagnostics().iter().enumerate() {
+            if !keep[file][i] {
+                continue;
+            }
             if r.files.is_composed() {
-                out.push_str(&render_composed(r, &places, d, &index, style));
+                out.push_str(&render_composed(r, &places, d, &page, style));
             } else {
-                out.push_str(&render_diagnostic_indexed(
-                    d, &r.path, &r.text, &index, style,
-                ));
+                out.push_str(&render_on(d, &page, style));
             }
             if let (Some(w), Some(Some(sink))) = (witnesses, sinks.get(i)) {
-                out.push_str(&witness_block(w, file, *sink));
+                out.push_str(&escape::visible(&witness_block(w, file, *sink)));
             }
             out.push('\n');
         }
+    }
+    let total: usize = reports.iter().map(|r| r.diagnostics().len()).sum();
+    if total > max {
+        let more = total - max;
+        out.push_str(&format!(
+            "... and {} more {} (use --max-results to show more)\n\n",
+            thousands(more),
+            noun(more, "finding", "findings")
+        ));
     }
     for r in reports {
         out.push_str(&summary(r));
@@ -399,7 +539,8 @@ fn witness_block(w: &Witnesses, file: usize, sink: usize) -> String {
     }
 }
 
-/// `--format human` of `blazes check`: [`render`], coloured as [`Settings::color`] says.
+/// `--format human` of `blazes check`: [`render_with`], coloured as [`Settings::color`] says,
+/// at most [`Settings::max_results`] diagnostics in full ([`DEFAULT_MAX_RESULTS`] by default).
 pub const FORMAT: Format<CheckWrite> = Format {
     name: "human",
     help: Some("Diagnostics with carets under the spec text, and a summary per file"),
@@ -416,5 +557,6 @@ fn write_format(
         color: s.color,
         ..Default::default()
     };
-    out.write_all(render_with(reports, style, s.witnesses).as_bytes())
+    let max = s.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
+    out.write_all(render_with(reports, style, s.witnesses, max).as_bytes())
 }

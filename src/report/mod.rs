@@ -3,6 +3,7 @@
 //! ([`format::CHECK`]), `blazes plan`'s the plans ([`format::PLAN`]). The caller decides where
 //! the bytes go. Every format is deterministic: same input, same bytes.
 
+pub mod escape;
 pub mod format;
 pub mod github;
 pub mod grouped;

@@ -1,6 +1,7 @@
 //! `blazes plan` human output: reads like a short review comment. One line per mechanism
 //! (what, where, cost, why, what the runtime must provide), then the sinks and the totals.
 
+use super::escape;
 use super::format::{Format, PlanWrite, Planned, Settings};
 use super::plan_prose;
 use super::witness;
@@ -85,8 +86,8 @@ pub fn render(path: &str, plan: Named) -> String {
         let mut fixes: Vec<String> = m.fixes.iter().map(|p| point(&plan, p)).collect();
         if !m.fixes_complete {
             fixes.push(format!(
-                "and possibly more (its removal was followed through {} components)",
-                crate::plan::EXPLANATION_BUDGET
+                "and possibly more (its removal was followed through {})",
+                plural(crate::plan::EXPLANATION_BUDGET, "component", "components")
             ));
         }
         s.push_str(&format!(
@@ -221,10 +222,12 @@ fn write_format(
     let mut text = String::new();
     for p in planned {
         match p.named() {
+            // The plan's text quotes the spec's names: escaped (the check's report escapes
+            // its own, around the colours it adds).
             Some(plan) => {
-                text.push_str(&render(&p.report.path, plan));
+                text.push_str(&escape::visible(&render(&p.report.path, plan)));
                 if let Some(v) = p.simulation {
-                    text.push_str(&render_verification(v));
+                    text.push_str(&escape::visible(&render_verification(v)));
                 }
             }
             None => text.push_str(&super::human::render(

@@ -99,11 +99,14 @@ pub fn write_with(
             level: vocabulary::sarif_level(Severity::Warning),
             message: Text {
                 text: format!(
-                    "{} of {} results were left out ({} errors, {} warnings): this log keeps the {} most severe (--max-results {}). GitHub code scanning rejects a run of more than 25,000 results and shows its 5,000 most severe; pass --max-results N to keep more, or run `blazes check` for every finding.",
+                    "{} of {} results {} left out ({} {}, {} {}): this log keeps the {} most severe (--max-results {}). GitHub code scanning rejects a run of more than 25,000 results and shows its 5,000 most severe; pass --max-results N to keep more, or run `blazes check` for every finding.",
                     grouped::thousands(errors + warnings),
                     grouped::thousands(findings.len()),
+                    vocabulary::noun(errors + warnings, "was", "were"),
                     grouped::thousands(errors),
+                    vocabulary::noun(errors, "error", "errors"),
                     grouped::thousands(warnings),
+                    vocabulary::noun(warnings, "warning", "warnings"),
                     grouped::thousands(max_results),
                     max_results
                 ),

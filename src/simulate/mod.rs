@@ -95,19 +95,48 @@ fn as_label(o: Observed) -> Option<Label> {
 
 /// Simulates an analysed dataflow.
 pub fn simulate(df: &Dataflow, analysis: &Analysis, o: &Options) -> Simulation {
+    simulate_with_progress(df, analysis, o, &mut |_| {})
+}
+
+/// How far a simulation is, for a caller's progress display.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// This many schedules have run.
+    Schedules(usize),
+    /// The witness of the `n`-th of `of` sinks that received different contents is being
+    /// replayed and shrunk (which can take longer than the schedules).
+    Witness { n: usize, of: usize },
+}
+
+/// [`simulate`], calling `progress` after each schedule and before each witness (a caller's
+/// progress display; the simulation itself does no IO).
+pub fn simulate_with_progress(
+    df: &Dataflow,
+    analysis: &Analysis,
+    o: &Options,
+    progress: &mut dyn FnMut(Progress),
+) -> Simulation {
     let m = model::Model::new(df, analysis, o.replicas, o.knobs);
     let inputs = explore::default_inputs(&m);
     let mut obs = observe::Observer::new(&m);
     let ex = explore::explore(&m, &inputs, o.schedules, o.seed, &mut |i, out| {
         obs.add(i, out);
+        progress(Progress::Schedules(i + 1));
         true
     });
+    let witnesses = obs.sinks.iter().filter(|so| so.evidence.is_some()).count();
+    let mut nth = 0;
     let sinks = obs
         .sinks
         .iter()
         .enumerate()
         .map(|(s, so)| {
             let witness = so.evidence.clone().and_then(|ev| {
+                nth += 1;
+                progress(Progress::Witness {
+                    n: nth,
+                    of: witnesses,
+                });
                 witness::witness(
                     &m,
                     analysis,

@@ -392,15 +392,24 @@ impl Validator<'_> {
                 .key_list(n, &format!("the order of {what}"))
                 .map(OrderDecl::Keys),
             _ => {
-                self.error(
+                let mut d = Diagnostic::new(
                     &codes::INVALID_VALUE,
-                    n.span,
                     format!(
                         "`order` of {what} must be `global` or a list of attributes, but it is {}",
                         n.describe()
                     ),
-                    "expected `global` or a list",
-                );
+                )
+                .at(n.span, "expected `global` or a list");
+                d = match &n.value {
+                    Value::Str(s) if did_you_mean(s, ["global"]).is_some() => {
+                        d.help("did you mean `order: global`?")
+                    }
+                    Value::Str(_) => d.help(
+                        "a keyed order is a list of attributes, `order: [key]`; one order of all the inputs is `order: global`",
+                    ),
+                    _ => d,
+                };
+                self.push(d);
                 None
             }
         });

@@ -238,6 +238,28 @@ pub fn parse_bytes(bytes: &[u8], limits: &Limits) -> (Option<Spec>, Vec<Diagnost
 /// [`parse_bytes`] on bytes the caller gives up: valid UTF-8 becomes the returned text in
 /// place, so a big spec is in memory once.
 pub fn parse_vec(bytes: Vec<u8>, limits: &Limits) -> (Option<Spec>, Vec<Diagnostic>, String) {
+    // No text has a NUL byte: this is a binary file (an image, an archive, a compiled
+    // program). Its bytes are not kept, so no report can echo them to a terminal.
+    if let Some(nul) = bytes.iter().position(|&b| b == 0) {
+        let before = &bytes[..nul];
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        // Columns count characters, as everywhere; the line may not be UTF-8.
+        let column = String::from_utf8_lossy(&before[line_start..])
+            .chars()
+            .count()
+            + 1;
+        let diag = Diagnostic::new(
+            &codes::NOT_UTF8,
+            format!("the file is binary, not a spec: a NUL byte at line {line}, column {column} (byte {nul})"),
+        )
+        .at(Span::new(0, 0), "")
+        .help("a spec is a YAML text file; check that this is the file you meant");
+        return (None, vec![diag], String::new());
+    }
     match String::from_utf8(bytes) {
         Ok(text) => {
             let (spec, diags) = parse(&text, limits);

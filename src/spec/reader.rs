@@ -252,24 +252,39 @@ impl<'t> Reader<'t> {
         debug_assert!(rest.is_empty(), "every section collected its diagnostics");
         let has_components = self.found.iter().any(|(f, _)| *f == "components");
         let components = self.components.count;
+        let streams = self.streams.count;
         if !self.not_a_map {
             self.assemble(&mut spec, root);
         }
         self.v.collisions(&spec);
         self.v.lone_attributes(&spec);
         self.v.duplicate_streams(&spec);
-        // A dataflow without components has nothing to analyse. Said only when nothing else is
-        // wrong: another error may be why the section is empty. (A spec with components and no
-        // streams is analysed: its inputs are external sources, its outputs implicit sinks.)
-        if !self.not_a_map
-            && has_components
-            && components == 0
-            && !self
-                .v
-                .diags
-                .iter()
-                .any(|d| d.severity == crate::diagnostic::Severity::Error)
+        // A dataflow without components, or without streams between them, has nothing to
+        // analyse: no source reaches anything. Said only when nothing else is wrong: another
+        // error may be why the section is empty.
+        let clean = !self
+            .v
+            .diags
+            .iter()
+            .any(|d| d.severity == crate::diagnostic::Severity::Error);
+        // A composite brings its own streams: a system of modules wired to nothing outside
+        // is still a dataflow.
+        let composed = spec.components.iter().any(|c| c.composite.is_some());
+        if !self.not_a_map && has_components && components > 0 && streams == 0 && clean && !composed
         {
+            let at = self
+                .found
+                .iter()
+                .find(|(f, _)| *f == "streams")
+                .map_or(Span::new(root.offset, 0), |e| e.1);
+            let d = Diagnostic::new(&codes::EMPTY, "the spec declares no streams")
+                .at(at, "no streams")
+                .help(
+                    "a spec needs at least `components:` and `streams:` between its sources, components and sinks; see `blazes explain S009`",
+                );
+            self.v.push(d);
+        }
+        if !self.not_a_map && has_components && components == 0 && clean {
             let at = self
                 .found
                 .iter()
@@ -293,10 +308,15 @@ impl<'t> Reader<'t> {
             v.error(
                 &codes::INVALID_VALUE,
                 n.span,
-                format!(
-                    "this blazes reads spec version 1, but the spec says version {}",
-                    n.describe()
-                ),
+                match &n.value {
+                    Value::Int(i) => {
+                        format!("this blazes reads spec version 1, but the spec says version `{i}`")
+                    }
+                    _ => format!(
+                        "this blazes reads spec version 1, but the spec gives {} as its version",
+                        n.describe()
+                    ),
+                },
                 "unsupported version",
             );
         }

@@ -433,12 +433,13 @@ impl Validator<'_> {
             None
         };
         if let Some(p) = problem {
-            self.error(
-                &codes::INVALID_NAME,
-                node.span,
-                format!("{what} `{s}` {p}"),
-                "invalid name",
-            );
+            // An empty name cannot be quoted: "a component name `` is empty" reads as a typo.
+            let message = if s.is_empty() {
+                format!("{what} is empty (`\"\"`); names have at least one character")
+            } else {
+                format!("{what} `{s}` {p}")
+            };
+            self.error(&codes::INVALID_NAME, node.span, message, "invalid name");
             return None;
         }
         Some(Name {

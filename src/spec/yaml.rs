@@ -70,8 +70,8 @@ pub enum Limit {
     Attributes,
 }
 
-/// What was being read when a limit was reached: the help of its S011 asks whether it is
-/// trusted.
+/// What a file is (a report's summary names it) and what was being read when a limit was
+/// reached (the help of its S011 asks whether it is trusted).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Input {
     /// A spec.
@@ -80,6 +80,17 @@ pub enum Input {
     Topology,
     /// A catalogue of operators.
     Catalogue,
+}
+
+impl Input {
+    /// What the file is, as a summary names it: `spec`, `topology`, `catalogue`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Input::Spec => "spec",
+            Input::Topology => "topology",
+            Input::Catalogue => "catalogue",
+        }
+    }
 }
 
 impl Limit {

@@ -1637,11 +1637,18 @@ async fn a_reused_id_with_other_content_is_a_conflict() {
     let keyed = Keyed::open(js.clone(), config).await.unwrap();
     let first = keyed.publish("k", "i1", "a".into()).await.unwrap();
     let retry = keyed.publish("k", "i1", "a".into()).await.unwrap();
-    assert!(retry.duplicate && retry.sequence == first.sequence, "{retry:?}");
+    assert!(
+        retry.duplicate && retry.sequence == first.sequence,
+        "{retry:?}"
+    );
     let other = keyed.publish("k", "i1", "b".into()).await;
     assert!(
         matches!(other, Err(NatsError::Conflict { sequence, .. }) if sequence == first.sequence),
         "{other:?}"
     );
-    assert_eq!(read_all(&js, "REUSED").await.len(), 1, "nothing else was stored");
+    assert_eq!(
+        read_all(&js, "REUSED").await.len(),
+        1,
+        "nothing else was stored"
+    );
 }

@@ -150,10 +150,25 @@ pub fn input_consumer(
 /// or when an added stream would share a name with another object.
 pub fn with_hosts(
     plan: &PlanFile,
+    d: Deployment,
+    components: &[String],
+    instances: usize,
+    routed_by_instance: &[String],
+) -> Result<Deployment, DeployError> {
+    with_partitioned_hosts(plan, d, components, instances, routed_by_instance, &[])
+}
+
+/// [`with_hosts`], with the components of `partitions` (a name and its partition count, as
+/// the spec's `partitions: N` says) deployed as that many instances instead of `instances`:
+/// one per partition, and each reading only the plain messages routed to its partition's key
+/// (`0` to `N - 1`) when the component has no mechanism on its inputs.
+pub fn with_partitioned_hosts(
+    plan: &PlanFile,
     mut d: Deployment,
     components: &[String],
     instances: usize,
     routed_by_instance: &[String],
+    partitions: &[(String, usize)],
 ) -> Result<Deployment, DeployError> {
     d.instances = instances;
     d.hosted.clear();
@@ -176,7 +191,14 @@ pub fn with_hosts(
     }
     for component in components {
         let channel = channel_of(plan, &d, component);
-        let routed = routed_by_instance.contains(component);
+        let partitioned = partitions
+            .iter()
+            .find(|(c, _)| c == component)
+            .map(|&(_, n)| n);
+        let plain = matches!(channel, Channel::Plain { .. });
+        let routed =
+            routed_by_instance.contains(component) || (partitioned.is_some_and(|n| n > 1) && plain);
+        let instances = partitioned.unwrap_or(instances);
         let mut objects = Vec::new();
         if matches!(channel, Channel::Plain { .. }) {
             objects.push((
@@ -196,6 +218,7 @@ pub fn with_hosts(
                 component: component.clone(),
                 objects,
                 routed_by_instance: routed,
+                partitions: partitioned,
             });
         }
     }

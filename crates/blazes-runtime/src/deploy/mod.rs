@@ -32,6 +32,7 @@ mod render;
 
 pub use hosts::{
     Channel, PLAIN_SUBJECTS, channel_of, consumer_name, input_consumer, plain_input, with_hosts,
+    with_partitioned_hosts,
 };
 pub use render::{describe_object, render};
 
@@ -324,6 +325,9 @@ pub struct HostedObjects {
     /// Whether instance `i` reads only the plain messages routed to key `i` (its consumer
     /// filters on `<stream>.*.<i>`) rather than every message.
     pub routed_by_instance: bool,
+    /// The spec's `partitions: N` of the component, when it has one: it is deployed as N
+    /// instances, one per partition, whatever [`Deployment::instances`] says.
+    pub partitions: Option<usize>,
 }
 
 impl Deployment {

@@ -100,7 +100,22 @@ pub fn render(d: &Deployment) -> String {
         );
     }
     for h in &d.hosted {
-        if h.routed_by_instance {
+        if let Some(n) = h.partitions {
+            let routed = if h.routed_by_instance {
+                ", instance i reads only the messages routed to key i"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                s,
+                "    {} (partitions: {n}: {}{routed})",
+                h.component,
+                match n {
+                    1 => "1 instance, 0".to_string(),
+                    n => format!("{n} instances, 0 to {}", n - 1),
+                }
+            );
+        } else if h.routed_by_instance {
             let _ = writeln!(
                 s,
                 "    {} (routed by instance: instance i reads only the messages routed to key i)",

@@ -234,14 +234,19 @@ async fn check_duplicate(
     retry_for: Duration,
 ) -> Result<(), NatsError> {
     use async_nats::jetstream::stream::RawMessageErrorKind;
-    let stored = retrying(&ack.stream, retry_for, Duration::from_millis(100), || async {
-        let stream = js.get_stream(&ack.stream).await.map_err(BoxError::from)?;
-        match stream.get_raw_message(ack.sequence).await {
-            Ok(m) => Ok(Some(m)),
-            Err(e) if e.kind() == RawMessageErrorKind::NoMessageFound => Ok(None),
-            Err(e) => Err(BoxError::from(e)),
-        }
-    })
+    let stored = retrying(
+        &ack.stream,
+        retry_for,
+        Duration::from_millis(100),
+        || async {
+            let stream = js.get_stream(&ack.stream).await.map_err(BoxError::from)?;
+            match stream.get_raw_message(ack.sequence).await {
+                Ok(m) => Ok(Some(m)),
+                Err(e) if e.kind() == RawMessageErrorKind::NoMessageFound => Ok(None),
+                Err(e) => Err(BoxError::from(e)),
+            }
+        },
+    )
     .await?;
     match stored {
         Some(m) if m.subject.as_str() != subject || m.payload != *payload => {
