@@ -17,11 +17,7 @@ use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion
 fn bench(c: &mut Criterion) {
     let limits = Limits::default();
     for n in [1_000usize, 10_000, 100_000] {
-        let text = generate(&GenOptions {
-            components: n,
-            seed: 1,
-            ..Default::default()
-        });
+        let text = generate(&GenOptions::default().components(n).seed(1));
         let mut g = c.benchmark_group(format!("scale/{n}"));
         g.sampling_mode(SamplingMode::Flat);
         g.sample_size(10);
@@ -57,10 +53,7 @@ fn bench(c: &mut Criterion) {
             )
         });
         // Greedy at every size (the exact search is for a handful of candidates).
-        let options = blazes::plan::Options {
-            exact_limit: 0,
-            ..Default::default()
-        };
+        let options = blazes::plan::Options::default().exact_limit(0);
         g.bench_function(BenchmarkId::new("plan-greedy", n), |b| {
             b.iter(|| blazes::plan::plan(black_box(&df), &options))
         });

@@ -23,10 +23,7 @@ fn bench(c: &mut Criterion) {
 
     let text = std::fs::read_to_string("specs/wordcount.yaml").unwrap();
     let wc = analysed("wordcount.yaml", &text);
-    let o = Options {
-        replicas: 2,
-        ..Options::default()
-    };
+    let o = Options::default().replicas(2);
     let sim = simulate::simulate(&wc.dataflow, &wc.analysis, &o);
     assert!(sim.exhaustive);
     eprintln!("wordcount: {} schedules, exhaustive", sim.schedules);
@@ -34,21 +31,12 @@ fn bench(c: &mut Criterion) {
         b.iter(|| simulate::simulate(&wc.dataflow, &wc.analysis, &o))
     });
 
-    let text = generate(&GenOptions {
-        components: 100,
-        width: 10,
-        seed: 1,
-        ..GenOptions::default()
-    });
+    let text = generate(&GenOptions::default().components(100).width(10).seed(1));
     let big = analysed("generated.yaml", &text);
     // Witnesses are shrunk by re-exploring; the benchmark measures the exploration itself.
     // One full run of 10,000 schedules, timed once; criterion then measures 100 schedules per
     // iteration (ten samples of 10,000 would take too long to repeat).
-    let o = Options {
-        schedules: 10_000,
-        shrink: false,
-        ..Options::default()
-    };
+    let o = Options::default().schedules(10_000).shrink(false);
     let start = std::time::Instant::now();
     let sim = simulate::simulate(&big.dataflow, &big.analysis, &o);
     eprintln!(
@@ -66,10 +54,7 @@ fn bench(c: &mut Criterion) {
             .filter(|s| s.observed > simulate::Observed::Deterministic)
             .count()
     );
-    let o = Options {
-        schedules: 100,
-        ..o
-    };
+    let o = o.schedules(100);
     g.bench_function("generated_100_components_100_schedules", |b| {
         b.iter(|| simulate::simulate(&big.dataflow, &big.analysis, &o))
     });

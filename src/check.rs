@@ -14,6 +14,7 @@ use crate::spec::{self, Limits};
 /// How to check a spec: the failure threshold, the resource limits, and whether findings
 /// carry their provenance notes. `Default` is what `blazes check` does without flags.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Options {
     pub fail_on: FailOn,
     pub limits: Limits,
@@ -35,6 +36,17 @@ impl Default for Options {
         }
     }
 }
+
+blazes_plan::setters!(Options {
+    /// Which sink verdicts fail the check (`--fail-on`).
+    fail_on: FailOn,
+    /// The resource limits (`--max-components` and the others).
+    limits: Limits,
+    /// Whether findings carry their provenance chain as related notes.
+    chain_notes: bool,
+    /// `--deny`/`--allow`: which warnings fail the check or are not reported.
+    lints: Lints,
+});
 
 /// What checking a spec gave: diagnostics only, or the analysed dataflow.
 #[derive(Debug)]

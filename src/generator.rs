@@ -17,6 +17,7 @@ pub mod random;
 
 /// Parameters of a generated spec.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct GenOptions {
     pub components: usize,
     pub seed: u64,
@@ -41,6 +42,21 @@ impl Default for GenOptions {
         }
     }
 }
+
+blazes_plan::setters!(GenOptions {
+    /// Components of the generated spec (default: 1,000).
+    components: usize,
+    /// The seed (default: 1).
+    seed: u64,
+    /// Share of components that also read a back edge from a later layer (default: 0.02).
+    cycle_share: f64,
+    /// Share of replicated components (default: 0.1).
+    replicated_share: f64,
+    /// Share of sources that declare a seal (default: 0.5).
+    sealed_share: f64,
+    /// Components per layer (default: 100).
+    width: usize,
+});
 
 /// The seeded random source of `blazes gen` and of the tests' generated specs and schedules
 /// (`tests/common` uses this one): SplitMix64, tiny, fast, and good enough for test data; no

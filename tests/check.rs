@@ -528,11 +528,11 @@ fn usage_errors_exit_2() {
 /// 17 MB spec, nine minutes at 100k components).
 #[test]
 fn human_snippets_do_not_print_the_lines_between_distant_labels() {
-    let text = blazes::generator::generate(&blazes::generator::GenOptions {
-        components: 1500,
-        seed: 3,
-        ..Default::default()
-    });
+    let text = blazes::generator::generate(
+        &blazes::generator::GenOptions::default()
+            .components(1500)
+            .seed(3),
+    );
     let dir = std::env::temp_dir().join(format!("blazes-snippets-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("fleet.yaml");

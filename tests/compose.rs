@@ -735,13 +735,10 @@ fn the_streams_an_expansion_makes_are_held_to_max_streams() {
         "components:\n  C:\n    paths: [{ from: i, to: o, label: CR }, { from: j, to: p, label: CR }]\nstreams:\n  - { from: C.o, to: C.i }\n  - { from: C.o, to: C.j }\n  - { from: C.p, to: C.i }\n".into(),
     );
     let limited = |n: usize| {
-        let options = check::Options {
-            limits: blazes::spec::Limits {
-                max_streams: n,
-                ..Default::default()
-            },
+        let options = check::Options::default().limits(blazes::spec::Limits {
+            max_streams: n,
             ..Default::default()
-        };
+        });
         let mut loader = files.clone();
         check::check_composed(
             "l0.yaml",

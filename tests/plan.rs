@@ -392,7 +392,7 @@ components:
     order: [k, j]
     paths:
       - { from: i, to: o, label: OW, gate: [k] }
-streams: []
+streams: [{ from: a, to: X.i }]
 ";
     let seal = |s: &str| Edit::Seal {
         source: s.into(),
@@ -658,13 +658,10 @@ proptest! {
         };
         check_plan(&df, &plan::Options::default(), 12);
         // Without global orders some random specs are unrepairable; the claim still holds.
-        let restricted = plan::Options {
-            allowed: plan::Allowed { seal: true, keyed: true, global: false },
-            ..Default::default()
-        };
+        let restricted = plan::Options::default().allowed(plan::Allowed { seal: true, keyed: true, global: false });
         check_plan(&df, &restricted, 12);
         // The greedy search also yields verified, irredundant plans.
-        let greedy = plan::Options { exact_limit: 0, ..Default::default() };
+        let greedy = plan::Options::default().exact_limit(0);
         check_plan(&df, &greedy, 0);
     }
 
@@ -717,10 +714,7 @@ fn large_specs_use_the_greedy_search_and_say_so() {
 
     // A tiny evaluation budget stops the exact search; the greedy plan is kept and labelled.
     let df = dataflow(&blazes::generator::ring(4)).unwrap();
-    let tight = plan::Options {
-        evaluation_budget: 5,
-        ..Default::default()
-    };
+    let tight = plan::Options::default().evaluation_budget(5);
     let p = plan::plan(&df, &tight);
     assert_eq!(p.search.mode, plan::SearchMode::GreedyBudget);
     assert_eq!(p.status, Status::Repaired);
@@ -869,11 +863,11 @@ fn the_labeling_comparison_detects_a_stale_cycle() {
 /// irredundant plan, and explanations cut off by the budget list only what is true.
 #[test]
 fn generated_fleet_with_a_giant_cycle_gets_a_verified_plan() {
-    let text = blazes::generator::generate(&blazes::generator::GenOptions {
-        components: 2000,
-        seed: 7,
-        ..Default::default()
-    });
+    let text = blazes::generator::generate(
+        &blazes::generator::GenOptions::default()
+            .components(2000)
+            .seed(7),
+    );
     let df = dataflow(&text).expect("generated spec is valid");
     let p = plan::plan(&df, &plan::Options::default());
     assert_eq!(p.status, Status::Repaired);
@@ -1262,7 +1256,7 @@ fn apply_edits_json_in_json_syntax() {
    },
    \"Z\": {\"order\": [\"k\", \"j\"], \"paths\": [{\"from\": \"i\", \"to\": \"o\", \"label\": \"OW\", \"gate\": [\"k\"]}]}
  },
- \"streams\": []}
+ \"streams\": [{\"from\": \"a\", \"to\": \"X.i\"}]}
 ";
     let seal = |s: &str| Edit::Seal {
         source: s.into(),

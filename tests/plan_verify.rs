@@ -175,11 +175,7 @@ fn analysed(spec: &str) -> (blazes::check::FileReport, plan::Plan) {
 }
 
 fn options(knobs: Knobs) -> simulate::Options {
-    simulate::Options {
-        schedules: 300,
-        knobs,
-        ..simulate::Options::default()
-    }
+    simulate::Options::default().schedules(300).knobs(knobs)
 }
 
 fn verify(report: &blazes::check::FileReport, p: &plan::Plan, knobs: Knobs) -> Verification {
@@ -254,11 +250,11 @@ fn a_simulator_without_the_seal_barrier_refutes_the_sealed_word_count() {
 fn a_spec_past_the_budget_is_not_verified_and_says_so() {
     let n = verify::PLAN_MAX_COMPONENTS + 1;
     assert_eq!(verify::plan_budget(n), None);
-    let text = blazes::generator::generate(&blazes::generator::GenOptions {
-        components: n,
-        seed: 3,
-        ..Default::default()
-    });
+    let text = blazes::generator::generate(
+        &blazes::generator::GenOptions::default()
+            .components(n)
+            .seed(3),
+    );
     let path = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("plan-verify-big-{}.yaml", std::process::id()));
     std::fs::write(&path, text).unwrap();

@@ -414,14 +414,11 @@ fn unrepairable_plan_draws_the_spec_as_it_is() {
     let Outcome::Analysed(a) = r.outcome else {
         panic!()
     };
-    let options = blazes::plan::Options {
-        allowed: blazes::plan::Allowed {
-            seal: true,
-            keyed: true,
-            global: false,
-        },
-        ..Default::default()
-    };
+    let options = blazes::plan::Options::default().allowed(blazes::plan::Allowed {
+        seal: true,
+        keyed: true,
+        global: false,
+    });
     let plan = blazes::plan::plan(&a.dataflow, &options);
     assert_eq!(plan.status, blazes::plan::Status::Unrepairable);
     let dot = blazes::render::plan_dot(&a.dataflow, &plan, Default::default());

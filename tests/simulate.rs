@@ -28,11 +28,9 @@ fn shipped(path: &str, o: &simulate::Options) -> Simulation {
 }
 
 fn options(schedules: usize, replicas: usize) -> simulate::Options {
-    simulate::Options {
-        schedules,
-        replicas,
-        ..simulate::Options::default()
-    }
+    simulate::Options::default()
+        .schedules(schedules)
+        .replicas(replicas)
 }
 
 /// Every sink is observed within its label; the message names the spec, the seed, the sink.
@@ -56,11 +54,7 @@ fn shipped_specs_are_never_observed_worse_than_their_labels() {
     for path in yaml_files("specs") {
         for replicas in [2, 3] {
             for seed in [1, 7] {
-                let o = simulate::Options {
-                    seed,
-                    shrink: false,
-                    ..options(400, replicas)
-                };
+                let o = options(400, replicas).seed(seed).shrink(false);
                 let sim = shipped(&path, &o);
                 assert_sound(&sim, &format!("{path} (seed {seed}, {replicas} replicas)")).unwrap();
             }
@@ -190,13 +184,10 @@ fn witnesses_are_shrunk_in_reordered_deliveries() {
 fn without_seal_barriers_the_sealed_word_count_gets_a_witness() {
     let honest = shipped("specs/wordcount-sealed.yaml", &options(2000, 2));
     assert_eq!(honest.sinks[0].observed, Observed::Deterministic);
-    let broken = simulate::Options {
-        knobs: Knobs {
-            no_barrier: true,
-            ..Knobs::default()
-        },
-        ..options(2000, 2)
-    };
+    let broken = options(2000, 2).knobs(Knobs {
+        no_barrier: true,
+        ..Knobs::default()
+    });
     let sim = shipped("specs/wordcount-sealed.yaml", &broken);
     assert_eq!(sim.sinks[0].observed, Observed::Run);
     assert!(sim.sinks[0].witness.is_some());
@@ -206,13 +197,10 @@ fn without_seal_barriers_the_sealed_word_count_gets_a_witness() {
 
 #[test]
 fn with_one_fixed_delivery_order_the_word_count_gets_no_witness() {
-    let fixed = simulate::Options {
-        knobs: Knobs {
-            fixed_order: true,
-            ..Knobs::default()
-        },
-        ..options(2000, 2)
-    };
+    let fixed = options(2000, 2).knobs(Knobs {
+        fixed_order: true,
+        ..Knobs::default()
+    });
     let sim = shipped("specs/wordcount.yaml", &fixed);
     assert_eq!(sim.sinks[0].observed, Observed::Deterministic);
     assert!(sim.sinks[0].witness.is_none());
@@ -223,13 +211,10 @@ fn the_sealed_word_count_commits_counts() {
     // The barrier releases: `db` is not trivially deterministic by receiving nothing. With
     // barriers off the counts differ, so they exist; with barriers on, the witness of the
     // control above has a non-empty output on both sides.
-    let broken = simulate::Options {
-        knobs: Knobs {
-            no_barrier: true,
-            ..Knobs::default()
-        },
-        ..options(500, 2)
-    };
+    let broken = options(500, 2).knobs(Knobs {
+        no_barrier: true,
+        ..Knobs::default()
+    });
     let sim = shipped("specs/wordcount-sealed.yaml", &broken);
     let w = sim.sinks[0].witness.as_ref().unwrap();
     assert!(!w.sides[0].output.is_empty() && !w.sides[1].output.is_empty());
@@ -242,10 +227,7 @@ fn the_sealed_word_count_commits_counts() {
 const RANDOM_SCHEDULES: usize = 60;
 
 fn random_sound(text: &str, what: &str) -> Result<(), TestCaseError> {
-    let o = simulate::Options {
-        shrink: false,
-        ..options(RANDOM_SCHEDULES, 2)
-    };
+    let o = options(RANDOM_SCHEDULES, 2).shrink(false);
     let Some((sim, _)) = simulate_text("random.yaml", text, &o) else {
         return Err(TestCaseError::reject("generator produced an invalid spec"));
     };
@@ -457,10 +439,7 @@ fn without_external_writers(text: &str) -> String {
 /// declared `state: static`.
 #[test]
 fn share_of_unsafe_random_sinks_with_a_witness() {
-    let o = simulate::Options {
-        shrink: false,
-        ..options(RANDOM_SCHEDULES, 2)
-    };
+    let o = options(RANDOM_SCHEDULES, 2).shrink(false);
     let (mut unsafe_sinks, mut witnessed, mut external) = (0, 0, 0);
     for seed in 0..60u64 {
         let text = specgen::seeded(seed);
@@ -602,10 +581,7 @@ fn thousands_of_random_specs() {
     use proptest::strategy::{Strategy, ValueTree};
     use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
     const SCHEDULES: usize = 200;
-    let o = simulate::Options {
-        shrink: false,
-        ..options(SCHEDULES, 2)
-    };
+    let o = options(SCHEDULES, 2).shrink(false);
     let dump = std::env::var_os("SIMULATE_MISSES").map(std::path::PathBuf::from);
     let (mut specs, mut unsafe_sinks, mut witnessed, mut exhaustive) = (0, 0, 0, 0);
     let mut kinds: std::collections::BTreeMap<&str, usize> = Default::default();

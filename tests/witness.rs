@@ -433,11 +433,11 @@ fn github_annotations_carry_a_compact_witness() {
 }
 
 fn generated(components: usize, name: &str) -> std::path::PathBuf {
-    let text = blazes::generator::generate(&blazes::generator::GenOptions {
-        components,
-        seed: 3,
-        ..Default::default()
-    });
+    let text = blazes::generator::generate(
+        &blazes::generator::GenOptions::default()
+            .components(components)
+            .seed(3),
+    );
     let path = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("witness-{name}-{}.yaml", std::process::id()));
     std::fs::write(&path, text).unwrap();

@@ -12,11 +12,7 @@ use blazes::{graph, spec};
 
 /// The analysis of `blazes gen --components n --seed 1`'s spec, and its steps per component.
 fn steps_per_component(n: usize, lookup: NameLookup) -> (Analysis, f64) {
-    let text = generate(&GenOptions {
-        components: n,
-        seed: 1,
-        ..Default::default()
-    });
+    let text = generate(&GenOptions::default().components(n).seed(1));
     let (spec, diags) = spec::parse(&text, &spec::Limits::default());
     assert!(diags.is_empty(), "a generated spec is valid");
     let (mut df, diags) = graph::build(spec.expect("a spec"), "gen");
@@ -100,11 +96,7 @@ fn findings(text: &str, lookup: NameLookup) -> Vec<String> {
 
 #[test]
 fn both_lookups_give_the_same_findings() {
-    let text = generate(&GenOptions {
-        components: 1_000,
-        seed: 1,
-        ..Default::default()
-    });
+    let text = generate(&GenOptions::default().components(1_000).seed(1));
     assert_eq!(
         findings(&text, NameLookup::Set),
         findings(&text, NameLookup::Scan)

@@ -87,6 +87,7 @@ impl Default for Allowed {
 
 /// How the planner searches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Options {
     /// Which sink verdicts the plan must repair (`--fail-on`).
     pub fail_on: FailOn,
@@ -108,6 +109,17 @@ impl Default for Options {
         }
     }
 }
+
+blazes_plan::setters!(Options {
+    /// Which sink verdicts the plan must repair (`--fail-on`).
+    fail_on: FailOn,
+    /// Which mechanisms the plan may add (`--allow`).
+    allowed: Allowed,
+    /// Above this many candidates the search is greedy (`--exact-limit`).
+    exact_limit: usize,
+    /// Analyses the exact search may run before the greedy plan is kept (`--exact-budget`).
+    evaluation_budget: usize,
+});
 
 /// Plans the coordination for an analysed dataflow.
 ///

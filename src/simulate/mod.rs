@@ -35,6 +35,7 @@ pub const DEFAULT_SCHEDULES: usize = 10_000;
 pub const DEFAULT_REPLICAS: usize = 2;
 
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Options {
     pub replicas: usize,
     pub schedules: usize,
@@ -55,6 +56,19 @@ impl Default for Options {
         }
     }
 }
+
+blazes_plan::setters!(Options {
+    /// Instances of each replicated component (default: 2).
+    replicas: usize,
+    /// Schedules to run at most (default: 10,000).
+    schedules: usize,
+    /// The seed of the schedules (default: 1).
+    seed: u64,
+    /// Whether witnesses are shrunk (default: true).
+    shrink: bool,
+    /// Mechanisms switched off, for the tests' negative controls.
+    knobs: Knobs,
+});
 
 #[derive(Clone, Debug)]
 pub struct SinkResult {

@@ -308,6 +308,29 @@ impl Mechanism {
     }
 }
 
+/// Builder-style setters for a `#[non_exhaustive]` option struct with public fields: callers
+/// start from the struct's constructor and chain `.field(value)` (or assign the field), so a
+/// new setting is never a breaking change. Each setter repeats its field's documentation.
+///
+/// Shared by the crates of the workspace (the analyzer's options and the runtime's configs), and
+/// here because this is the one crate both depend on; not part of the plan document's API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! setters {
+    ($ty:ty { $($(#[doc = $doc:expr])* $field:ident: $t:ty),* $(,)? }) => {
+        impl $ty {
+            $(
+                $(#[doc = $doc])*
+                #[must_use]
+                pub fn $field(mut self, $field: $t) -> Self {
+                    self.$field = $field;
+                    self
+                }
+            )*
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -46,23 +46,8 @@
 //! replayable in tests and the cores model-checkable. With the cargo feature `tokio`, `service`
 //! wraps each core in a task that owns it; the clock is read there and nowhere else.
 
-/// Builder-style setters for a `#[non_exhaustive]` option struct with public fields: callers
-/// start from the struct's constructor and chain `.field(value)` (or assign the field), so a
-/// new setting is never a breaking change. Each setter repeats its field's documentation.
-macro_rules! setters {
-    ($ty:ty { $($(#[doc = $doc:expr])* $field:ident: $t:ty),* $(,)? }) => {
-        impl $ty {
-            $(
-                $(#[doc = $doc])*
-                #[must_use]
-                pub fn $field(mut self, $field: $t) -> Self {
-                    self.$field = $field;
-                    self
-                }
-            )*
-        }
-    };
-}
+#[macro_use]
+extern crate blazes_plan;
 
 pub mod barrier;
 pub mod dedup;
