@@ -63,7 +63,8 @@ proptest! {
 }
 
 /// A one-component dataflow to evaluate rules on: component `C` with a path `in -> out` of the
-/// given annotation, plus a writing path `w -> out2` (CW) so that OR protection is exercised.
+/// given annotation, plus a writing path `w -> out2` (CW) so that OR protection is exercised,
+/// fed by a source (a spec needs a stream); the tests set the input labels themselves.
 fn one_component(annotation: &str, gate: &str, replicated: bool, order: &str) -> Dataflow {
     let gate = if annotation.starts_with('O') {
         format!(", gate: {gate}")
@@ -71,7 +72,7 @@ fn one_component(annotation: &str, gate: &str, replicated: bool, order: &str) ->
         String::new()
     };
     let text = format!(
-        "components:\n  C:\n    replicated: {replicated}\n{order}    paths:\n      - {{ from: in, to: out, label: {annotation}{gate} }}\n      - {{ from: w, to: out2, label: CW }}\n"
+        "sources:\n  s: {{}}\ncomponents:\n  C:\n    replicated: {replicated}\n{order}    paths:\n      - {{ from: in, to: out, label: {annotation}{gate} }}\n      - {{ from: w, to: out2, label: CW }}\nstreams:\n  - {{ from: s, to: C.in }}\n"
     );
     let r = check::check_bytes("t.yaml", text.as_bytes(), &check::Options::default());
     match r.outcome {
@@ -268,10 +269,11 @@ const STRENGTHENINGS: &[(&str, &str)] = &[
 ];
 
 /// Component `C` with the weaker path `in -> a`, the stronger path `in -> b` (same input, so
-/// the same label reaches both) and a writing path `w -> c` whose input protects reads (or not).
+/// the same label reaches both) and a writing path `w -> c` whose input protects reads (or not),
+/// fed by a source (a spec needs a stream); the law sets the input labels itself.
 fn weaker_and_stronger(weaker: &str, stronger: &str, replicated: bool, order: &str) -> Dataflow {
     let text = format!(
-        "components:\n  C:\n    replicated: {replicated}\n{order}    paths:\n      - {{ from: in, to: a, label: {weaker} }}\n      - {{ from: in, to: b, label: {stronger} }}\n      - {{ from: w, to: c, label: CW }}\n"
+        "sources:\n  s: {{}}\ncomponents:\n  C:\n    replicated: {replicated}\n{order}    paths:\n      - {{ from: in, to: a, label: {weaker} }}\n      - {{ from: in, to: b, label: {stronger} }}\n      - {{ from: w, to: c, label: CW }}\nstreams:\n  - {{ from: s, to: C.in }}\n"
     );
     let r = check::check_bytes("t.yaml", text.as_bytes(), &check::Options::default());
     match r.outcome {
