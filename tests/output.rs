@@ -463,3 +463,36 @@ fn an_empty_name_is_said_in_words() {
     assert!(out.contains("a component name is empty (`\"\"`)"), "{out}");
     assert!(!out.contains("``"), "{out}");
 }
+
+/// A path given on the command line reaches standard error in every subcommand's own
+/// messages (a missing file, a file written): it is shown escaped there too. The control: the
+/// same commands on a plain missing path name it as given.
+#[test]
+fn paths_on_the_command_line_are_escaped_in_every_message() {
+    let hostile = "no\u{1b}]0;pwned\u{7}such\u{1b}[31m.txt";
+    let cases: [&[&str]; 5] = [
+        &["check", hostile],
+        &["import", "kafka-streams", hostile],
+        &["plan", hostile],
+        &["render", hostile],
+        &["simulate", hostile],
+    ];
+    for args in cases {
+        let o = blazes(args);
+        let (out, err) = (stdout(&o), stderr(&o));
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {out}{err}");
+        assert_no_controls(&format!("{args:?} stderr"), &err);
+        assert_no_controls(&format!("{args:?} stdout"), &out);
+        assert!(
+            format!("{out}{err}").contains(r"no\e]0;pwned\x07such\e[31m.txt"),
+            "{args:?} names the path escaped:\n{out}{err}"
+        );
+        let mut plain = args.to_vec();
+        *plain.last_mut().unwrap() = "nosuch.txt";
+        let o = blazes(&plain);
+        assert!(
+            format!("{}{}", stdout(&o), stderr(&o)).contains("nosuch.txt"),
+            "control {plain:?}"
+        );
+    }
+}

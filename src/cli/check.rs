@@ -30,7 +30,7 @@ fn witness_run(
         None => match verify::size_budget(components, o.schedules) {
             Some(n) => n,
             None => {
-                eprintln!(
+                say!(
                     "note: `{path}`: no witness searched for: the spec has {} components, more than `blazes check --witness` simulates by default ({}); pass --schedules N to simulate it anyway",
                     thousands(components),
                     verify::PLAN_MAX_COMPONENTS
@@ -47,7 +47,7 @@ fn witness_run(
         )
     });
     if let Some(note) = &note {
-        eprintln!(
+        say!(
             "note: `{path}`: witnesses searched for in {} {} at most ({note})",
             thousands(schedules),
             crate::vocabulary::noun(schedules, "schedule", "schedules")
@@ -62,7 +62,7 @@ fn witness_run(
 
 pub(crate) fn run(args: &CheckArgs) -> i32 {
     if args.specs.iter().filter(|s| is_stdin(s)).count() > 1 {
-        eprintln!("error: `-` is given more than once, but standard input can be read only once");
+        say!("error: `-` is given more than once, but standard input can be read only once");
         return EXIT_INVALID;
     }
     if !args.witness

@@ -93,12 +93,12 @@ fn deployment(args: &DeployArgs) -> Result<Deployment, i32> {
                 ..Default::default()
             },
         );
-        eprint!("{text}");
+        say_part!("{text}");
         return Err(EXIT_INVALID);
     };
     let partitions = partitions(&report.text, &options.limits);
     if let Some((c, n)) = partitions.iter().find(|(_, n)| *n > MAX_INSTANCES) {
-        eprintln!(
+        say!(
             "error: component `{}` has `partitions: {n}`, but `blazes deploy` deploys at most {MAX_INSTANCES} instances of a component",
             crate::report::escape::one_line(c)
         );
@@ -129,7 +129,7 @@ fn deployment(args: &DeployArgs) -> Result<Deployment, i32> {
         })
     });
     derived.map_err(|e| {
-        eprintln!("error: {}", crate::report::escape::one_line(&e.to_string()));
+        say!("error: {}", crate::report::escape::one_line(&e.to_string()));
         match e {
             DeployError::Unrepairable(_) => EXIT_FINDINGS,
             _ => EXIT_INVALID,
@@ -211,7 +211,7 @@ fn apply(url: &str, d: &Deployment, force: bool) -> i32 {
         match outcome {
             Outcome::Refused(changes) if force => {
                 // The differences are shown before anything is changed, as without --force.
-                eprint!(
+                say_part!(
                     "the server differs from the plan of `{}`; --force applies it:\n{}",
                     d.spec,
                     changes
@@ -320,7 +320,7 @@ fn apply(url: &str, d: &Deployment, force: bool) -> i32 {
             EXIT_CLEAN
         }
         Ok(Outcome::Refused(changes)) => {
-            eprint!(
+            say_part!(
                 "error: the server differs from the plan of `{}`; nothing was changed (services may run on these objects: drain them and delete the differing objects, deploy under another spec name, or apply it with --force):\n{}",
                 d.spec,
                 lines(&changes, false)

@@ -35,6 +35,6 @@ pub(crate) fn run(query: Option<&str>) -> i32 {
         msg.push_str(&format!("; did you mean `{s}`?"));
     }
     msg.push_str("\nrun `blazes explain` to list every code and topic\n");
-    eprint!("{msg}");
+    say_part!("{msg}");
     EXIT_INVALID
 }

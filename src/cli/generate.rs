@@ -8,12 +8,12 @@ use crate::generator::{self, GenOptions};
 pub(crate) fn run(args: &GenArgs) -> i32 {
     for (name, v) in [("--cycles", args.cycles), ("--replicated", args.replicated)] {
         if !(0.0..=1.0).contains(&v) {
-            eprintln!("error: {name} must be between 0 and 1, got {v}");
+            say!("error: {name} must be between 0 and 1, got {v}");
             return EXIT_INVALID;
         }
     }
     if args.components == 0 {
-        eprintln!("error: --components must be at least 1");
+        say!("error: --components must be at least 1");
         return EXIT_INVALID;
     }
     let text = generator::generate(&GenOptions {
@@ -31,7 +31,7 @@ pub(crate) fn run(args: &GenArgs) -> i32 {
         Some(path) => match write_atomically(path, text.as_bytes()) {
             Ok(()) => EXIT_CLEAN,
             Err(e) => {
-                eprintln!("error: cannot write `{}`: {e}", path.display());
+                say!("error: cannot write `{}`: {e}", path.display());
                 EXIT_INVALID
             }
         },

@@ -189,7 +189,7 @@ pub(crate) fn run(args: &ImportArgs) -> i32 {
     let show = |r: &FileReport| {
         let page = report::human::Page::new(&r.path, &r.text);
         for d in r.diagnostics() {
-            eprintln!("{}", report::human::render_on(d, &page, style));
+            say!("{}", report::human::render_on(d, &page, style));
         }
     };
     let catalog = match load_catalog(engine, args.catalog.as_deref(), &limits) {
@@ -244,11 +244,11 @@ pub(crate) fn run(args: &ImportArgs) -> i32 {
     };
     match std::fs::read(out) {
         Ok(existing) if existing == imported.spec.as_bytes() => {
-            eprintln!("`{}` already holds this spec; left as it is", out.display());
+            say!("`{}` already holds this spec; left as it is", out.display());
             return EXIT_CLEAN;
         }
         Ok(_) if !args.force => {
-            eprintln!(
+            say!(
                 "error: refusing to overwrite `{}`, which exists and differs (it may hold your edits); pass --force to replace it, or choose another -o file",
                 out.display()
             );
@@ -258,14 +258,14 @@ pub(crate) fn run(args: &ImportArgs) -> i32 {
     }
     match write_atomically(out, imported.spec.as_bytes()) {
         Ok(()) => {
-            eprintln!(
+            say!(
                 "wrote the spec imported from `{shown}` to `{}`",
                 out.display()
             );
             EXIT_CLEAN
         }
         Err(e) => {
-            eprintln!(
+            say!(
                 "error: cannot write `{}`: {}",
                 out.display(),
                 io_reason(&e, Access::Write)

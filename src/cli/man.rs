@@ -65,7 +65,7 @@ pub(crate) fn run_man(command: Option<&str>) -> i32 {
             let hint = crate::spec::did_you_mean(q, names.iter().map(String::as_str))
                 .map(|s| format!(" (did you mean `{s}`?)"))
                 .unwrap_or_default();
-            eprintln!(
+            say!(
                 "error: `{q}` is not a blazes command{hint}; the commands are: {}",
                 names.join(", ")
             );

@@ -6,6 +6,22 @@
 //! subcommand has its module, which turns the arguments into the library's options, calls it,
 //! and prints through a format of [`crate::report::format`].
 
+/// `eprintln!`, with the text's control characters shown escaped ([`crate::report::escape`]):
+/// messages on standard error quote paths, names and server errors, and none of them may
+/// drive the user's terminal. Escaping is idempotent, so text already escaped passes as it is.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprintln!("{}", crate::report::escape::visible(&format!($($arg)*)))
+    };
+}
+
+/// `eprint!`, escaped as [`say!`] escapes.
+macro_rules! say_part {
+    ($($arg:tt)*) => {
+        eprint!("{}", crate::report::escape::visible(&format!($($arg)*)))
+    };
+}
+
 mod args;
 mod check;
 mod deploy;
@@ -25,7 +41,7 @@ use args::{Cli, Command};
 
 /// A usage error: one sentence on standard error, exit 2.
 fn usage_error(message: &str) -> i32 {
-    eprintln!("error: {message}");
+    say!("error: {message}");
     EXIT_INVALID
 }
 
@@ -45,11 +61,11 @@ fn install_panic_hook() {
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
         let what = what.split_whitespace().collect::<Vec<_>>().join(" ");
-        eprintln!(
+        say!(
             "error: internal error in blazes{at} ({what}); this is a bug in blazes, not in the spec: please report it with the spec that caused it"
         );
         if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
-            eprintln!("{}", std::backtrace::Backtrace::force_capture());
+            say!("{}", std::backtrace::Backtrace::force_capture());
         }
     }));
 }

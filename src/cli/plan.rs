@@ -125,7 +125,7 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
                     Err(reason) => Verification::skipped(reason, &sim_options),
                 };
                 if let Some(f) = &v.failure {
-                    eprintln!(
+                    say!(
                         "error: the plan for `{}` does not hold when executed: sink `{}` was observed {} with the plan in force, but it tolerates {}; this is a bug in blazes (the analysis or the planner), please report it with the spec",
                         report.path,
                         f.sink,
@@ -146,7 +146,7 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
                     let message = format!(
                         "nothing written to `{output}`: the plan failed its verification by execution"
                     );
-                    eprintln!("error: {message}");
+                    say!("error: {message}");
                     Applied {
                         output,
                         status: AppliedStatus::Skipped,
@@ -159,7 +159,7 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
                     let message = format!(
                         "nothing written to `{output}`: `--apply` does not yet write plans into composed specs (`use:`/`dataflow:`); add the mechanisms above by hand, in the file of each component (docs/compose.md)"
                     );
-                    eprintln!("error: {message}");
+                    say!("error: {message}");
                     Applied {
                         output,
                         status: AppliedStatus::Failed,
@@ -168,7 +168,7 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
                 } else if plan.status == Status::Unrepairable {
                     let message =
                         format!("nothing written to `{output}`: the plan cannot repair this spec");
-                    eprintln!("error: {message}");
+                    say!("error: {message}");
                     Applied {
                         output,
                         status: AppliedStatus::Skipped,
@@ -198,7 +198,7 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
                     });
                     match written {
                         Ok(()) if unchanged => {
-                            eprintln!("`{output}` needs no change; left as it is");
+                            say!("`{output}` needs no change; left as it is");
                             Applied {
                                 output,
                                 status: AppliedStatus::Unchanged,
@@ -206,7 +206,7 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
                             }
                         }
                         Ok(()) => {
-                            eprintln!("wrote the planned spec to `{output}`");
+                            say!("wrote the planned spec to `{output}`");
                             Applied {
                                 output,
                                 status: AppliedStatus::Written,
@@ -214,7 +214,7 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
                             }
                         }
                         Err(e) => {
-                            eprintln!("error: {e}");
+                            say!("error: {e}");
                             Applied {
                                 output,
                                 status: AppliedStatus::Failed,
@@ -257,7 +257,7 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
             && let Some(p) = &o.plan
             && p.status == Status::Repaired
         {
-            eprintln!(
+            say!(
                 "error: `{}` is repairable but not repaired: the plan adds {} (`blazes plan --apply OUT` writes it)",
                 o.report.path,
                 crate::vocabulary::plural(p.mechanisms.len(), "mechanism", "mechanisms")

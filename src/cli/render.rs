@@ -160,7 +160,7 @@ pub(crate) fn run(args: &RenderArgs) -> i32 {
             && names_directory(out)
             && let Err(e) = std::fs::create_dir_all(out)
         {
-            eprintln!(
+            say!(
                 "error: cannot create the directory `{}`: {}",
                 out.display(),
                 io_reason(&e, Access::Write)
@@ -186,7 +186,7 @@ pub(crate) fn run(args: &RenderArgs) -> i32 {
                     ..Default::default()
                 },
             );
-            eprint!("{text}");
+            say_part!("{text}");
             code = code.max(EXIT_INVALID);
             continue;
         };
@@ -203,11 +203,11 @@ pub(crate) fn run(args: &RenderArgs) -> i32 {
                 Ok(b) => b,
                 Err(e @ crate::render::svg::SvgError::DotMissing) => {
                     // Every other spec would fail the same way.
-                    eprintln!("error: cannot render SVG: {e}");
+                    say!("error: cannot render SVG: {e}");
                     return EXIT_INVALID;
                 }
                 Err(e) => {
-                    eprintln!("error: cannot render SVG of `{}`: {e}", report.path);
+                    say!("error: cannot render SVG of `{}`: {e}", report.path);
                     code = code.max(EXIT_INVALID);
                     continue;
                 }
@@ -217,7 +217,7 @@ pub(crate) fn run(args: &RenderArgs) -> i32 {
             RenderTarget::Files(files) => {
                 let out = &files[n];
                 if let Err(e) = write_atomically(out, &bytes) {
-                    eprintln!(
+                    say!(
                         "error: cannot write `{}`: {}",
                         out.display(),
                         io_reason(&e, Access::Write)

@@ -23,7 +23,7 @@ const JSON_VERSION: u64 = 1;
 
 pub(crate) fn run(args: &SimulateArgs) -> i32 {
     if args.specs.iter().filter(|s| is_stdin(s)).count() > 1 {
-        eprintln!("error: `-` is given more than once, but standard input can be read only once");
+        say!("error: `-` is given more than once, but standard input can be read only once");
         return EXIT_INVALID;
     }
     let options = Options {
@@ -130,7 +130,7 @@ fn budget(path: &str, components: usize, args: &SimulateArgs, o: &simulate::Opti
                 thousands(components),
                 verify::PLAN_MAX_COMPONENTS
             );
-            eprintln!("note: `{}`: {note}", escape::one_line(path));
+            say!("note: `{}`: {note}", escape::one_line(path));
             Budget {
                 schedules: None,
                 note: Some(note),
