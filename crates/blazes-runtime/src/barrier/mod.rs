@@ -53,6 +53,7 @@ use super::sequencer::ProducerId;
 
 mod durable;
 
+#[cfg(feature = "tokio")]
 pub(crate) use durable::COMPACT_EVERY;
 pub use durable::{DurableBarrier, DurableBarrierError};
 
