@@ -79,6 +79,45 @@ impl Cluster {
     /// configuration (authorization blocks), and waits until JetStream answers.
     pub async fn start(n: usize, extra: &str) -> Option<Cluster> {
         let binary = server_binary()?;
+        // A port found free can be taken by another test's server before ours binds it (the
+        // test binaries run at once); such a node exits at once, and the cluster is made
+        // again on other ports.
+        for _ in 0..5 {
+            let mut cluster = Self::configure(binary.clone(), n, extra);
+            for i in 0..n {
+                cluster.start_node(i);
+            }
+            if cluster.nodes_listen().await {
+                return Some(cluster);
+            }
+        }
+        panic!("nats-server could not bind free ports in 5 attempts");
+    }
+
+    /// Waits until every node accepts clients; false when one exited first.
+    async fn nodes_listen(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let mut listening = 0;
+            for node in &mut self.nodes {
+                let child = node.child.as_mut().expect("started");
+                if child.try_wait().ok().flatten().is_some() {
+                    return false;
+                }
+                if std::net::TcpStream::connect(("127.0.0.1", node.client_port)).is_ok() {
+                    listening += 1;
+                }
+            }
+            if listening == self.nodes.len() || Instant::now() >= deadline {
+                // Past the deadline the nodes are slow, not dead: `wait_ready` judges them.
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The configuration files of `n` nodes on fresh ports, not yet started.
+    fn configure(binary: PathBuf, n: usize, extra: &str) -> Cluster {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let client_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let cluster_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
@@ -118,15 +157,11 @@ impl Cluster {
                 child: None,
             });
         }
-        let mut cluster = Cluster {
+        Cluster {
             binary,
             nodes,
             _dir: dir,
-        };
-        for i in 0..n {
-            cluster.start_node(i);
         }
-        Some(cluster)
     }
 
     fn start_node(&mut self, i: usize) {
