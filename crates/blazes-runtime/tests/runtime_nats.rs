@@ -1439,6 +1439,9 @@ async fn engine_operations_run_in_tracing_spans() {
     cluster.wait_ready(&js, 1).await;
     let names = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let _guard = tracing::subscriber::set_default(SpanNames(names.clone()));
+    // Other tests of this binary, on threads without a subscriber, may have hit a callsite
+    // first and cached it as uninteresting; ask every callsite again now ours is registered.
+    tracing::callsite::rebuild_interest_cache();
     let mut config = SequencerConfig::new("TRACED");
     config.replicas = 1;
     let sequencer = Sequencer::open(js.clone(), config).await.unwrap();
