@@ -266,8 +266,45 @@ pub fn import(
     } else {
         catalog
     };
+    if let Some(d) = unconnected(&topology) {
+        // The skipped lines the parse warned of are likely why nothing is connected.
+        let mut diags = std::mem::take(&mut topology.warnings);
+        diags.push(d);
+        return Err(diags);
+    }
     let name = topology.name.clone().unwrap_or_else(|| name.to_string());
     Ok(emit::emit(engine, &topology, catalog, &entries, &name))
+}
+
+/// A topology whose operators no edge, source or sink connects: it would become a spec of
+/// components and no stream, which says nothing about the dataflow (S009). This is what is
+/// left of a file cut down to an operator line or two, so the error points at the first one.
+fn unconnected(topology: &Topology) -> Option<Diagnostic> {
+    let connected = !topology.edges.is_empty()
+        || topology
+            .operators
+            .iter()
+            .any(|op| !op.reads.is_empty() || !op.writes.is_empty());
+    let first = topology.operators.first()?;
+    if connected {
+        return None;
+    }
+    let n = topology.operators.len();
+    let (count, them) = if n == 1 {
+        (format!("one {}", first.kind), "it")
+    } else {
+        (format!("{n} {}s", first.kind), "them")
+    };
+    Some(
+        Diagnostic::new(
+            &codes::INVALID_TOPOLOGY,
+            format!(
+                "this topology has {count} but no edge, source or sink: nothing flows through {them}, so there is no dataflow to import"
+            ),
+        )
+        .at(first.span, format!("{} `{}` is connected to nothing", first.kind, first.name))
+        .help("give `blazes import` the whole topology, with the topics, sources or edges that feed its operators"),
+    )
 }
 
 /// What a file that failed to parse looks like, from its first lines.
