@@ -302,6 +302,8 @@ says:\n\
 \x20                            seal: optional, the producer punctuates this stream on batch\n\
 \x20 sinks:                     optional: the dataflow's outputs, by name\n\
 \x20   db: { tolerate: Run }    optional: the worst label accepted (default Async)\n\
+\x20 engine: kafka-streams      optional: the engine the spec was imported from (`blazes\n\
+\x20                            import` writes it): `plan` also speaks its terms\n\
 \x20 lint:                      optional: which warnings fail or are not reported\n\
 \x20   deny: [warnings]         codes (C005 or implicit-source) or `warnings`\n\
 \x20   allow: [C007]            also `warn: [...]`; --deny/--allow override these\n\

@@ -209,6 +209,33 @@ fn every_format_locates_findings_in_the_topology_file() {
     );
 }
 
+/// A spec written by `import -o` records its engine, so `plan` on the spec alone (the user's
+/// spec now, no `--from`) still says each mechanism in the engine's terms.
+#[test]
+fn an_imported_spec_keeps_its_engine_for_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("w.yaml");
+    let spec = spec.to_string_lossy().into_owned();
+    let o = blazes(&["import", "kafka-streams", WORDCOUNT, "-o", &spec]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&*spec).unwrap();
+    assert!(text.contains("\nengine: kafka-streams"), "{text}");
+    let from_topology = stdout(&blazes(&["plan", "--from", "kafka-streams", WORDCOUNT]));
+    let plan = stdout(&blazes(&["plan", &spec]));
+    assert!(plan.contains("in Kafka Streams: repartition"), "{plan}");
+    let terms = |s: &str| {
+        s.lines()
+            .filter_map(|l| l.split_once("in Kafka Streams: ").map(|t| t.1.to_string()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(terms(&plan), terms(&from_topology));
+    // Control: without the line the spec is any spec, and the plan speaks its terms only.
+    std::fs::write(&*spec, text.replace("\nengine: kafka-streams", "\n")).unwrap();
+    let plan = stdout(&blazes(&["plan", &spec]));
+    assert!(plan.contains("keyed-order"), "{plan}");
+    assert!(!plan.contains("Kafka Streams"), "{plan}");
+}
+
 #[test]
 fn plan_and_render_read_topologies_too() {
     let path = "tests/fixtures/import/flink/processing-time-window.json";

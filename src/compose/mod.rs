@@ -364,6 +364,7 @@ impl Expander<'_> {
             sinks,
             sources_key,
             lint,
+            engine,
         } = spec;
         let mut out = Spec {
             name,
@@ -373,6 +374,7 @@ impl Expander<'_> {
             sinks,
             sources_key,
             lint,
+            engine,
         };
         let mut modules: BTreeMap<String, Module> = BTreeMap::new();
         for mut c in components {

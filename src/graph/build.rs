@@ -63,6 +63,7 @@ impl Builder {
             sinks: sink_decls,
             sources_key: _,
             lint: _,
+            engine,
         } = spec;
         let mut components = Vec::with_capacity(component_decls.len());
         let mut ifaces: Vec<Iface> = Vec::new();
@@ -247,7 +248,7 @@ impl Builder {
             component_vertex,
             source_vertex,
             sink_vertex,
-            engine: None,
+            engine,
         };
         (dataflow, self.diags)
     }

@@ -373,6 +373,13 @@ impl<'t> Emitter<'t> {
         ));
         w.line("# produced it and why. Review them, then own this spec.");
         w.line(&format!("name: {}", quote(&sanitise(name))));
+        // Kept in the spec so that `plan` on it, long after the import, still says each
+        // mechanism in the engine's terms.
+        w.line(&format!(
+            "engine: {}  # so that `plan` also says its mechanisms in {} terms",
+            engine.name(),
+            engine.display()
+        ));
     }
 
     fn sources(&mut self) {

@@ -47,6 +47,15 @@ impl Engine {
         }
     }
 
+    /// The engine as its users call it, for prose.
+    pub fn display(self) -> &'static str {
+        match self {
+            Engine::KafkaStreams => "Kafka Streams",
+            Engine::Flink => "Flink",
+            Engine::StormFlux => "Storm",
+        }
+    }
+
     /// What its topology file is, as `--help` describes it.
     pub fn about(self) -> &'static str {
         match self {

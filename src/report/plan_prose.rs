@@ -76,7 +76,7 @@ pub fn seal_barrier(plan: &Named, b: &Barrier) -> String {
             format!("{c} commits each batch once it is complete (Trident, or a batch bolt)")
         }
     };
-    format!("{spec}; in {}: {terms}", engine_name(engine))
+    format!("{spec}; in {}: {terms}", engine.display())
 }
 
 /// What the runtime must provide for an added mechanism, in a sentence: the function of its
@@ -114,7 +114,7 @@ pub fn runtime(plan: &Named, m: &Mechanism) -> String {
     match plan.dataflow.engine {
         Some(engine) => format!(
             "{spec}; in {}: {}",
-            engine_name(engine),
+            engine.display(),
             engine_terms(plan, m, engine)
         ),
         None => spec,
@@ -179,15 +179,6 @@ pub fn global_order(plan: &Named, component: CompId) -> String {
         },
         plan.component(component)
     )
-}
-
-/// The engine as its users call it.
-fn engine_name(engine: Engine) -> &'static str {
-    match engine {
-        Engine::KafkaStreams => "Kafka Streams",
-        Engine::Flink => "Flink",
-        Engine::StormFlux => "Storm",
-    }
 }
 
 /// Whether a seal key closes windows (the importers name a window attribute `window`, or

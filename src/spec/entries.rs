@@ -15,6 +15,36 @@ use crate::lint::{Level, Lints, Target};
 use crate::whitebox::{self, DerivedGate, DerivedPath, Origin, TextMap};
 
 impl Validator<'_> {
+    /// The spec's `engine:`: the name of an engine `blazes import` reads.
+    pub(super) fn engine(&mut self, node: &Node) -> Option<crate::import::Engine> {
+        use crate::import::Engine;
+        let names = || Engine::ALL.map(Engine::name);
+        let found = match &node.value {
+            Value::Str(s) => Engine::parse(s),
+            _ => None,
+        };
+        if found.is_none() {
+            let listed = names().map(|n| format!("`{n}`")).join(", ");
+            let mut d = Diagnostic::new(
+                &codes::INVALID_VALUE,
+                format!(
+                    "`engine` names the engine the spec was imported from, one of {listed}, but it is {}",
+                    node.describe()
+                ),
+            )
+            .at(node.span, "not an engine blazes imports");
+            if let Value::Str(s) = &node.value
+                && let Some(m) = did_you_mean(s, names())
+            {
+                d = d.help(format!("did you mean `engine: {m}`?"));
+            } else {
+                d = d.help("leave `engine:` out of a spec that no engine's topology produced");
+            }
+            self.push(d);
+        }
+        found
+    }
+
     /// The spec's `lint:`: `{ allow: [CODE, ...], warn: [...], deny: [CODE or warnings, ...] }`.
     /// A target in two lists is an error: the spec would not say which it means.
     pub(super) fn lint(&mut self, node: &Node) -> Lints {

@@ -222,6 +222,9 @@ pub struct Spec {
     pub sources_key: Option<Span>,
     /// `lint:`: which warnings the spec allows or denies (the flags override it).
     pub lint: crate::lint::Lints,
+    /// `engine:`: the stream engine whose topology the spec was imported from (`blazes import`
+    /// writes it), so that a plan of the spec is also stated in that engine's terms.
+    pub engine: Option<crate::import::Engine>,
 }
 
 /// Longest name accepted, in characters. A format rule rather than a resource limit: real

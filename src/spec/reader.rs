@@ -24,6 +24,7 @@ const ROOT_FIELDS: &[(&str, &str)] = &[
     ("streams", "streams"),
     ("sinks", "sinks"),
     ("lint", "lint"),
+    ("engine", "engine"),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +36,7 @@ enum Section {
     Streams,
     Sinks,
     Lint,
+    Engine,
 }
 
 impl Section {
@@ -47,6 +49,7 @@ impl Section {
             "streams" => Section::Streams,
             "sinks" => Section::Sinks,
             "lint" => Section::Lint,
+            "engine" => Section::Engine,
             _ => return None,
         })
     }
@@ -148,6 +151,7 @@ pub(super) struct Reader<'t> {
     version: Option<Node>,
     name: Option<Node>,
     lint: Option<Node>,
+    engine: Option<Node>,
     sources: Part<SourceDecl>,
     components: Part<ComponentDecl>,
     streams: Part<StreamDecl>,
@@ -169,6 +173,7 @@ impl<'t> Reader<'t> {
             version: None,
             name: None,
             lint: None,
+            engine: None,
             sources: Part::default(),
             components: Part::default(),
             streams: Part::default(),
@@ -334,6 +339,9 @@ impl<'t> Reader<'t> {
         if let Some(n) = &self.lint {
             spec.lint = v.lint(n);
         }
+        if let Some(n) = &self.engine {
+            spec.engine = v.engine(n);
+        }
         spec.sources_key = self
             .found
             .iter()
@@ -397,7 +405,7 @@ impl Consumer for Reader<'_> {
         let stopped = self.components.over.is_some()
             || (section == Section::Sinks && self.streams.over.is_some());
         match section {
-            Section::Version | Section::Name | Section::Lint => Take::Whole,
+            Section::Version | Section::Name | Section::Lint | Section::Engine => Take::Whole,
             Section::Streams | Section::Sinks if stopped => Take::Skip,
             Section::Sources | Section::Components | Section::Sinks => Take::Entries,
             Section::Streams => Take::Items,
@@ -409,6 +417,7 @@ impl Consumer for Reader<'_> {
             Some(Section::Version) => self.version = Some(value),
             Some(Section::Name) => self.name = Some(value),
             Some(Section::Lint) => self.lint = Some(value),
+            Some(Section::Engine) => self.engine = Some(value),
             // A streamed section comes here only when it is not the collection expected: the
             // type error, or for null an empty mapping.
             Some(Section::Streams) => {
@@ -451,7 +460,7 @@ impl Consumer for Reader<'_> {
             Some(Section::Sinks) => self.sinks.collect(&mut self.v),
             // `version` and `name` are checked in `finish`, after the root's fields, as the
             // format orders them.
-            Some(Section::Version | Section::Name | Section::Lint) | None => {}
+            Some(Section::Version | Section::Name | Section::Lint | Section::Engine) | None => {}
         }
         self.entry = None;
     }
