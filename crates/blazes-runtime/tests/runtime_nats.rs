@@ -1604,6 +1604,14 @@ async fn a_refused_write_ends_the_session() {
     let mut session = worker.accept_next().await.unwrap();
     let first = session.next().await.unwrap();
     session.emit(first.offset, 0, "out".into()).await.unwrap();
+    // Control: after an accepted write the same session goes on with the next input.
+    let second = tokio::time::timeout(Duration::from_secs(5), session.next())
+        .await
+        .expect("next answers at once");
+    assert!(
+        second.is_ok(),
+        "an accepted write keeps the session: {second:?}"
+    );
     // A newer holder's lease message, as a successor writes it after a takeover.
     js.publish("REFUSED.lease.0", Bytes::new())
         .await
