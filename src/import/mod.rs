@@ -289,12 +289,12 @@ pub fn import(
 /// components and no stream, which says nothing about the dataflow (S009). This is what is
 /// left of a file cut down to an operator line or two, so the error points at the first one.
 fn unconnected(topology: &Topology) -> Option<Diagnostic> {
+    let first = topology.operators.first()?;
     let connected = !topology.edges.is_empty()
         || topology
             .operators
             .iter()
             .any(|op| !op.reads.is_empty() || !op.writes.is_empty());
-    let first = topology.operators.first()?;
     if connected {
         return None;
     }
@@ -498,10 +498,8 @@ pub fn check_imported(
         },
         ..options.clone()
     };
+    // The spec names its engine (`engine:`), so its plan speaks the engine's terms.
     let mut report = check::check_owned(path, imported.spec.into_bytes(), &spec_options);
-    if let Outcome::Analysed(a) = &mut report.outcome {
-        a.dataflow.engine = Some(engine);
-    }
     report.input = Input::Topology;
     remap::into_file(&mut report, &imported.map, text);
     let diags = match &mut report.outcome {
