@@ -94,6 +94,8 @@ pub struct Component {
     pub paths: Vec<Path>,
     pub inputs: Vec<IfaceId>,
     pub outputs: Vec<IfaceId>,
+    /// The engine task that runs it (`task:`), an index into [`Dataflow::tasks`].
+    pub task: Option<u32>,
 }
 
 impl Component {
@@ -106,6 +108,19 @@ impl Component {
             _ => false,
         }
     }
+}
+
+/// Components that one engine task runs together (`task:` on each, a Kafka Streams
+/// sub-topology): records pass through them in one thread, in the order of the task's input
+/// partitions, so an order of one of them is an order of all.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Task {
+    pub name: String,
+    /// Every component of the task, by id.
+    pub members: Vec<CompId>,
+    /// The members with an order-sensitive path, by id: where an order of the task has an
+    /// effect, and what the planner orders together.
+    pub ordered: Vec<CompId>,
 }
 
 /// A declared source: what it seals, and which keys it could seal (`sealable:`).
@@ -207,6 +222,8 @@ pub struct Dataflow {
     /// The engine whose topology this was imported from (`check`/`plan --from`), so that the
     /// plan can also be stated in the engine's terms; `None` for a spec.
     pub engine: Option<crate::import::Engine>,
+    /// The engine tasks the spec names (`task:`), sorted by name.
+    pub tasks: Vec<Task>,
 }
 
 impl Dataflow {
@@ -232,6 +249,19 @@ impl Dataflow {
             Producer::Source(s) => self.sources[s.index()].name.clone(),
             Producer::Output(i) => self.iface_name(i),
         }
+    }
+
+    /// The components an order of `c` covers: the order-sensitive members of its task, or `c`
+    /// alone. The first is the one the planner's choice names.
+    pub fn order_group(&self, c: CompId) -> impl Iterator<Item = CompId> + '_ {
+        let members: &[CompId] = match self.component(c).task {
+            Some(t) => &self.tasks[t as usize].ordered,
+            None => &[],
+        };
+        let alone = members.is_empty() || !members.contains(&c);
+        std::iter::once(c)
+            .filter(move |_| alone)
+            .chain(members.iter().copied().filter(move |_| !alone))
     }
 
     /// The component named `name` (a linear search: for tools, not for loops over a dataflow).

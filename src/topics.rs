@@ -294,6 +294,8 @@ says:\n\
 \x20                            `replicated: true`, alias `Rep`; the two must agree)\n\
 \x20     partitions: 4          optional: 4 instances that each get a share of the records,\n\
 \x20     partition_by: [word]     routed by these attributes (`blazes explain replicas`)\n\
+\x20     task: sub-topology-1   optional: the engine task that runs it with others (a\n\
+\x20                            Kafka Streams sub-topology): `plan` orders a task as one\n\
 \x20     sql: |                 instead of paths: the logic as Flink SQL (`blazes explain sql`)\n\
 \x20     bloom: |               or as a Bloom module (`blazes explain bloom`)\n\
 \x20 streams:                   required: the edges, each from a source or Component.output\n\
@@ -319,7 +321,7 @@ sink named `Component.output`. A spec with no component or no stream is S009. Me
 /// The page `blazes explain replicas`.
 pub static REPLICAS: Topic = Topic {
     name: "replicas",
-    summary: "replicas (every instance gets every record) vs partitions (each gets a share)",
+    summary: "replicas (every instance gets every record) vs partitions (each gets a share); tasks",
     text: "`replicas: N` (or `replicated: true`) is N instances of a component that each receive \
 every record, each in its own order, and must agree: the analysis labels their \
 disagreement (Inst, Diverge). `replicas: 1` with `replicated: true`, or `replicas: 3` with \
@@ -329,7 +331,12 @@ disagreement (Inst, Diverge). `replicas: 1` with `replicated: true`, or `replica
 of the records, routed by the keys: a Kafka consumer group, a Storm parallelism with fields \
 grouping. No record reaches two of them, so they cannot disagree: the analysis treats the \
 component as one instance. Both together replicate each partition. `blazes deploy` runs one \
-instance per partition, each reading only its partition's messages.",
+instance per partition, each reading only its partition's messages.\n\
+\n\
+`task: NAME` groups components that an engine runs together in one task (a Kafka Streams \
+sub-topology: each of its tasks passes a record through every processor before it reads the \
+next). An order of the task's input partitions orders all of them, so `blazes plan` orders the \
+order-sensitive members of a task as one mechanism, at one cost, and never one of them alone.",
 };
 
 /// The page `blazes explain last-writer-wins`.
@@ -441,6 +448,7 @@ pub static ALIASES: &[(&str, &Topic)] = &[
     ("replicated", &REPLICAS),
     ("partitions", &REPLICAS),
     ("partition_by", &REPLICAS),
+    ("task", &REPLICAS),
     ("lww", &LAST_WRITER_WINS),
     ("max-register", &LAST_WRITER_WINS),
     ("state", &EXTERNAL_STATE),

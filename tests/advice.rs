@@ -343,7 +343,7 @@ fn plans_on_imported_topologies_are_stated_in_the_engine_terms_too() {
         (
             "kafka-streams",
             "tests/fixtures/import/kafka-streams/tables.txt",
-            "; in Kafka Streams: repartition KTABLE-JOINTHIS-0000000009's input by (key) (`selectKey`, then `repartition()` or `groupByKey()`)",
+            "; in Kafka Streams: repartition task `sub-topology-0`'s input by (key) (`selectKey`, then `repartition()` or `groupByKey()`)",
         ),
         (
             "kafka-streams",
@@ -386,6 +386,124 @@ fn plans_on_imported_topologies_are_stated_in_the_engine_terms_too() {
     let spec = plan_runtimes(&["plan", "--format", "json", "specs/wordcount.yaml"]);
     assert!(!spec.is_empty());
     assert!(spec.iter().all(|(_, r)| !r.contains("; in ")), "{spec:?}");
+}
+
+/// The keyed orders of `blazes plan --format json` on `args`: (task, components, cost).
+fn keyed_orders(args: &[&str], stdin: Option<&str>) -> Vec<(Option<String>, Vec<String>, u64)> {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_blazes"))
+        .args(args)
+        .current_dir(root())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("blazes runs");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    v["files"][0]["mechanisms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["kind"] == "keyed-order")
+        .map(|m| {
+            (
+                m["task"].as_str().map(str::to_string),
+                m["components"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c.as_str().unwrap().to_string())
+                    .collect(),
+                m["cost"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_processors_of_one_kafka_streams_task_are_ordered_together() {
+    // tables.txt: sub-topology 0 joins two tables (KTABLE-JOINTHIS-9 and KTABLE-JOINOTHER-10
+    // both read unordered state); sub-topology 1 aggregates and suppresses per key. A task
+    // runs every processor of its sub-topology on one order of its input partitions, so each
+    // sub-topology gets one keyed order, at one cost.
+    let file = "tests/fixtures/import/kafka-streams/tables.txt";
+    let orders = keyed_orders(
+        &["plan", "--from", "kafka-streams", "--format", "json", file],
+        None,
+    );
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        orders,
+        [
+            (
+                Some("sub-topology-1".to_string()),
+                s(&["KTABLE-AGGREGATE-0000000006", "KTABLE-SUPPRESS-0000000014"]),
+                10
+            ),
+            (
+                Some("sub-topology-0".to_string()),
+                s(&["KTABLE-JOINOTHER-0000000010", "KTABLE-JOINTHIS-0000000009"]),
+                10
+            ),
+        ]
+    );
+    // The control: the same imported spec without its `task:` lines orders each processor on
+    // its own, four orders at four costs.
+    let imported = Command::new(env!("CARGO_BIN_EXE_blazes"))
+        .args(["import", "kafka-streams", file])
+        .current_dir(root())
+        .output()
+        .expect("blazes runs");
+    let spec = String::from_utf8(imported.stdout).unwrap();
+    assert!(spec.contains("    task: \"sub-topology-0\"\n"), "{spec}");
+    let untasked: String = spec
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("task:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    // Applied, the order is written on both members of each task, and the spec checks clean.
+    let dir = tempfile::tempdir().unwrap();
+    let (spec_path, out_path) = (
+        dir.path().join("tables.yaml"),
+        dir.path().join("planned.yaml"),
+    );
+    std::fs::write(&spec_path, &spec).unwrap();
+    let applied = Command::new(env!("CARGO_BIN_EXE_blazes"))
+        .arg("plan")
+        .arg(&spec_path)
+        .arg("--apply")
+        .arg(&out_path)
+        .output()
+        .expect("blazes runs");
+    assert!(applied.status.success(), "{applied:?}");
+    let planned = std::fs::read_to_string(&out_path).unwrap();
+    for member in [
+        "KTABLE-AGGREGATE-0000000006",
+        "KTABLE-SUPPRESS-0000000014",
+        "KTABLE-JOINOTHER-0000000010",
+        "KTABLE-JOINTHIS-0000000009",
+    ] {
+        let at = planned.find(&format!("\"{member}\":")).unwrap();
+        let body = &planned[at..];
+        let end = body.find("    paths:").unwrap();
+        assert!(
+            body[..end].contains("    order: [key]\n"),
+            "{member}: {}",
+            &body[..end]
+        );
+    }
+    let checked = Command::new(env!("CARGO_BIN_EXE_blazes"))
+        .arg("check")
+        .arg(&out_path)
+        .output()
+        .expect("blazes runs");
+    assert!(checked.status.success(), "{checked:?}");
+    let alone = keyed_orders(&["plan", "--format", "json", "-"], Some(&untasked));
+    assert_eq!(alone.len(), 4, "{alone:?}");
+    assert!(alone.iter().all(|(t, c, _)| t.is_none() && c.len() == 1));
 }
 
 #[test]

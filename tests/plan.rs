@@ -647,12 +647,24 @@ fn negative_controls_dropping_a_mechanism_and_a_dearer_plan_are_detected() {
 // ---------------------------------------------------------------------------------------
 // Random specs.
 
+/// The seeded spec, with its first two components in one engine task for odd seeds: an order
+/// of either is then an order of both, which the search, the explanations and `--apply` must
+/// all treat as one mechanism.
+fn seeded_maybe_tasked(seed: u64) -> String {
+    let text = specgen::seeded(seed);
+    if seed.is_multiple_of(2) {
+        return text;
+    }
+    text.replacen("  C0:\n", "  C0:\n    task: t\n", 1)
+        .replacen("  C1:\n", "  C1:\n    task: t\n", 1)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn random_specs_get_verified_irredundant_optimal_plans(seed in any::<u64>()) {
-        let text = specgen::seeded(seed);
+        let text = seeded_maybe_tasked(seed);
         let Some(df) = dataflow(&text) else {
             return Err(TestCaseError::reject("generator produced an invalid spec"));
         };
@@ -667,7 +679,7 @@ proptest! {
 
     #[test]
     fn random_specs_apply_and_pass_check(seed in any::<u64>()) {
-        let text = specgen::seeded(seed);
+        let text = seeded_maybe_tasked(seed);
         let report = check::check_bytes("t.yaml", text.as_bytes(), &Default::default());
         let Outcome::Analysed(a) = &report.outcome else {
             return Err(TestCaseError::reject("invalid"));

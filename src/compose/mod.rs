@@ -457,6 +457,10 @@ impl Expander<'_> {
         }
         for mut ic in inner.components {
             ic.name.text = format!("{x}.{}", ic.name.text);
+            // A task is the instance's: two instances of one file run two tasks.
+            if let Some(t) = &mut ic.task {
+                t.text = format!("{x}.{}", t.text);
+            }
             apply_coordination(c, &mut ic);
             out.components.push(ic);
         }
@@ -703,8 +707,12 @@ fn prefixed(e: &Endpoint, x: &str) -> Endpoint {
 
 /// The composite's `replicas:`/`replicated:` and `order:` apply to every component inside:
 /// replicas multiply (each replica of the composite holds the inner component's replicas), a
-/// global order covers any order inside, a keyed order applies where there is none.
+/// global order covers any order inside, a keyed order applies where there is none, and so
+/// does a task (a composite run as one task runs everything inside in it).
 fn apply_coordination(c: &ComponentDecl, inner: &mut ComponentDecl) {
+    if inner.task.is_none() {
+        inner.task.clone_from(&c.task);
+    }
     if c.replicated {
         let was = inner.replicated;
         inner.replicated = true;

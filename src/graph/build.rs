@@ -8,7 +8,7 @@ use petgraph::graph::DiGraph;
 use super::resolve::{IFACES_INDEXED, Names};
 use super::{
     CompId, Component, Consumer, Dataflow, Direction, Edge, Iface, IfaceId, Order, Path, Producer,
-    Sink, SinkId, Source, SourceId, Stream, StreamId, Vertex,
+    Sink, SinkId, Source, SourceId, Stream, StreamId, Task, Vertex,
 };
 use crate::diagnostic::Diagnostic;
 use crate::label::{Gate, KeySet, Keys};
@@ -68,8 +68,12 @@ impl Builder {
         let mut components = Vec::with_capacity(component_decls.len());
         let mut ifaces: Vec<Iface> = Vec::new();
         let mut incomplete: Vec<bool> = Vec::with_capacity(component_decls.len());
+        let mut task_members: std::collections::BTreeMap<String, Vec<CompId>> = Default::default();
         for decl in freeing(component_decls) {
             let cid = CompId(components.len() as u32);
+            if let Some(t) = decl.task {
+                task_members.entry(t.text).or_default().push(cid);
+            }
             let mut c = Component {
                 name: decl.name.text,
                 span: decl.name.span,
@@ -79,6 +83,7 @@ impl Builder {
                 paths: Vec::with_capacity(decl.paths.len()),
                 inputs: Vec::new(),
                 outputs: Vec::new(),
+                task: None,
             };
             // Interfaces by name, inputs and outputs separately (the same name may be both an
             // input and an output, as in the paper's Cache); maps only for many interfaces.
@@ -235,6 +240,30 @@ impl Builder {
             }
         }
 
+        let tasks = task_members
+            .into_iter()
+            .enumerate()
+            .map(|(t, (name, members))| {
+                for &c in &members {
+                    components[c.index()].task = Some(t as u32);
+                }
+                let ordered = members
+                    .iter()
+                    .copied()
+                    .filter(|&c| {
+                        components[c.index()]
+                            .paths
+                            .iter()
+                            .any(|p| !p.annotation.is_confluent())
+                    })
+                    .collect();
+                Task {
+                    name,
+                    members,
+                    ordered,
+                }
+            })
+            .collect();
         let name = spec_name.map_or_else(|| fallback_name.to_string(), |n| n.text);
         let dataflow = Dataflow {
             name,
@@ -249,6 +278,7 @@ impl Builder {
             source_vertex,
             sink_vertex,
             engine,
+            tasks,
         };
         (dataflow, self.diags)
     }

@@ -453,6 +453,11 @@ impl<'t> Emitter<'t> {
         if let Some(r) = write_replication(w, op, entry, inputs) {
             why.push(r);
         }
+        if let Some((task, because)) = &op.task {
+            w.line(&format!("    # task: {}", c(because)));
+            w.line(&format!("    task: {}", quote(task)));
+            why.push(format!("task: {task}: {}", c(because)));
+        }
         write_paths(w, &paths, outputs);
         self.explained.push(Explained {
             component: comp.clone(),

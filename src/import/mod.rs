@@ -133,6 +133,9 @@ pub struct Operator {
     /// SQL operator's `groupBy=[...]`): what `$group` in a catalogue gate stands for. Empty:
     /// it groups everything together.
     pub group: Option<Vec<String>>,
+    /// The engine task that runs it together with other operators, with the reason (a Kafka
+    /// Streams sub-topology): the spec's `task:`, so that they are ordered as one.
+    pub task: Option<(String, String)>,
 }
 
 impl Operator {
@@ -149,6 +152,7 @@ impl Operator {
             order: None,
             group: None,
             window: None,
+            task: None,
         }
     }
 }

@@ -499,6 +499,15 @@ fn describe(
     fix: &Fix,
 ) -> String {
     let c = &df.component(at).name;
+    // An order of a member of an engine task is an order of the task (`task:`).
+    let group: Vec<CompId> = df.order_group(at).collect();
+    let task = df.component(at).task.filter(|_| group.len() > 1).map(|t| {
+        let members: Vec<&str> = group
+            .iter()
+            .map(|&m| df.component(m).name.as_str())
+            .collect();
+        (df.tasks[t as usize].name.as_str(), members.join(", "))
+    });
     let mut parts: Vec<String> = Vec::new();
     for &ch in &fix.choices {
         match ch {
@@ -524,6 +533,11 @@ fn describe(
                 if let Some(Order::Keys(_)) = df.component(at).order {
                     return format!("replace it with `order: [{k}]`");
                 }
+                if let Some((task, members)) = &task {
+                    return format!(
+                        "order task `{task}`'s inputs per ({k}): `order: [{k}]` on {members}, which the task runs together"
+                    );
+                }
                 return format!("order {c}'s inputs per ({k}): `order: [{k}]`");
             }
             Choice::Order {
@@ -536,6 +550,11 @@ fn describe(
                         true => "replace it with `order: global`".to_string(),
                         false => "no keyed order covers both this gate and the ones it protects; use `order: global`".to_string(),
                     };
+                }
+                if let Some((task, members)) = &task {
+                    return format!(
+                        "order task `{task}`'s inputs globally: `order: global` on {members}, which the task runs together"
+                    );
                 }
                 return match p.gate {
                     Some(Gate::Keys(_)) => format!("order {c}'s inputs globally: `order: global`"),

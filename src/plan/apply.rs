@@ -57,22 +57,24 @@ impl Edit {
 /// The edits that record a plan's mechanisms in `spec`, the spec the plan was made for:
 /// [`graph::build`] keeps the spec's order, so the plan's ids index its declarations.
 pub fn edits(plan: &Plan, spec: &Spec) -> Vec<Edit> {
-    plan.mechanisms
-        .iter()
-        .map(|m| match m.choice {
-            Choice::AddSeal { source, .. } => Edit::Seal {
+    let mut out = Vec::new();
+    for m in &plan.mechanisms {
+        match m.choice {
+            Choice::AddSeal { source, .. } => out.push(Edit::Seal {
                 source: spec.sources[source.index()].name.text.clone(),
                 key: m.key.clone(),
-            },
-            Choice::Order { component, order } => Edit::Order {
-                component: spec.components[component.index()].name.text.clone(),
+            }),
+            // An order is written on every component it takes effect at (a task's members).
+            Choice::Order { order, .. } => out.extend(m.components.iter().map(|c| Edit::Order {
+                component: spec.components[c.index()].name.text.clone(),
                 key: match order {
                     Order::Global => None,
                     Order::Keys(_) => Some(m.key.clone()),
                 },
-            },
-        })
-        .collect()
+            })),
+        }
+    }
+    out
 }
 
 /// The syntax edits are written in: the spec's own ([`Syntax::of`]).
@@ -385,11 +387,14 @@ pub fn applied(df: &Dataflow, plan: &Plan, fail_on: FailOn) -> (Dataflow, analys
             Choice::AddSeal { source, .. } => {
                 copy.sources[source.index()].seal = Some(key(&mut copy));
             }
-            Choice::Order { component, order } => {
-                copy.components[component.index()].order = Some(match order {
+            Choice::Order { order, .. } => {
+                let order = match order {
                     Order::Global => Order::Global,
                     Order::Keys(_) => Order::Keys(key(&mut copy)),
-                });
+                };
+                for c in &m.components {
+                    copy.components[c.index()].order = Some(order);
+                }
             }
         }
     }

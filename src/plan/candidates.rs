@@ -89,11 +89,17 @@ fn candidates_with(
 ) -> Vec<Candidate> {
     let mut out = Vec::new();
     // Components whose order-sensitive paths are points of order: ordering can help there.
-    let mut ordered_points: BTreeMap<CompId, Vec<usize>> = BTreeMap::new();
+    // The members of one engine task are ordered together ([`Dataflow::order_group`]), so
+    // their points are gathered under the member the choice names.
+    let mut ordered_points: BTreeMap<CompId, Vec<(CompId, usize)>> = BTreeMap::new();
     for p in &base.points {
         let path = &df.component(p.component).paths[p.path];
         if !path.annotation.is_confluent() {
-            ordered_points.entry(p.component).or_default().push(p.path);
+            let named = df.order_group(p.component).next().unwrap_or(p.component);
+            ordered_points
+                .entry(named)
+                .or_default()
+                .push((p.component, p.path));
         }
     }
     if allowed.seal {
@@ -160,11 +166,10 @@ fn candidates_with(
         }
     }
     for (&cid, paths) in &ordered_points {
-        let c = df.component(cid);
         if allowed.keyed {
             let gates: Vec<Option<KeySet>> = paths
                 .iter()
-                .map(|&pi| match c.paths[pi].gate {
+                .map(|&(c, pi)| match df.component(c).paths[pi].gate {
                     Some(Gate::Keys(k)) => Some(k),
                     _ => None,
                 })
@@ -172,19 +177,22 @@ fn candidates_with(
             // A new keyed order replaces the existing one, so it must keep protecting every
             // path the existing order protects (this keeps mechanisms monotone): its keys lie
             // within each of their gates. An existing order that protects nothing (its keys
-            // lie in no gate) constrains nothing: replacing it costs no protection.
-            let protected: Vec<KeySet> = match c.order {
-                Some(Order::Keys(_)) => c
-                    .paths
-                    .iter()
-                    .filter(|p| !p.annotation.is_confluent())
-                    .filter_map(|p| match p.gate {
-                        Some(g @ Gate::Keys(k)) if c.ordered_for(g, keys) => Some(k),
-                        _ => None,
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            };
+            // lie in no gate) constrains nothing: replacing it costs no protection. A task's
+            // order replaces the orders of all its members.
+            let protected: Vec<KeySet> = df
+                .order_group(cid)
+                .map(|m| df.component(m))
+                .filter(|c| matches!(c.order, Some(Order::Keys(_))))
+                .flat_map(|c| {
+                    c.paths
+                        .iter()
+                        .filter(|p| !p.annotation.is_confluent())
+                        .filter_map(|p| match p.gate {
+                            Some(g @ Gate::Keys(k)) if c.ordered_for(g, keys) => Some(k),
+                            _ => None,
+                        })
+                })
+                .collect();
             let within = protected.into_iter().reduce(|a, b| keys.intersection(a, b));
             let mut keyed: Vec<KeySet> = Vec::new();
             if gates.iter().all(Option::is_some) {
@@ -217,7 +225,11 @@ fn candidates_with(
                 });
             }
         }
-        if allowed.global && c.order != Some(Order::Global) {
+        if allowed.global
+            && df
+                .order_group(cid)
+                .any(|m| df.component(m).order != Some(Order::Global))
+        {
             let choice = Choice::Order {
                 component: cid,
                 order: Order::Global,

@@ -3,7 +3,7 @@
 //!
 //! Must not know: the search, or how candidates are found; only what a choice costs.
 
-use crate::graph::{CompId, Dataflow, Order};
+use crate::graph::{CompId, Dataflow, Order, Producer};
 use crate::label::Keys;
 
 use super::model::Choice;
@@ -26,11 +26,34 @@ pub fn cost(df: &Dataflow, keys: &Keys, choice: Choice, consumers: usize) -> u32
     }
 }
 
-/// Streams feeding a component; an input with none is fed by one implicit source.
+/// Streams feeding a component, or, when its order covers a task, every member of the task
+/// together (the streams between two members are the task's own, not producers); an input
+/// with none is fed by one implicit source.
 pub fn producers_of(df: &Dataflow, c: CompId) -> usize {
-    df.component(c)
-        .inputs
+    let task = df
+        .component(c)
+        .task
+        .filter(|_| df.order_group(c).nth(1).is_some());
+    let group: &[CompId] = match task {
+        Some(t) => &df.tasks[t as usize].members,
+        None => std::slice::from_ref(&c),
+    };
+    group
         .iter()
-        .map(|&i| df.iface(i).streams.len().max(1))
-        .sum()
+        .flat_map(|&m| &df.component(m).inputs)
+        .map(|&i| {
+            let streams = &df.iface(i).streams;
+            let outside = streams
+                .iter()
+                .filter(|s| match df.streams[s.index()].from {
+                    Producer::Output(o) => {
+                        task.is_none() || df.component(df.iface(o).component).task != task
+                    }
+                    Producer::Source(_) => true,
+                })
+                .count();
+            if streams.is_empty() { 1 } else { outside }
+        })
+        .sum::<usize>()
+        .max(1)
 }

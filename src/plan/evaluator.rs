@@ -64,7 +64,10 @@ impl Evaluator {
             match ch {
                 Choice::AddSeal { source, key } => self.df.sources[source.index()].seal = Some(key),
                 Choice::Order { component, order } => {
-                    self.df.components[component.index()].order = Some(order)
+                    let group: Vec<CompId> = self.df.order_group(component).collect();
+                    for m in group {
+                        self.df.components[m.index()].order = Some(order);
+                    }
                 }
             }
         }

@@ -49,6 +49,11 @@ it adds):
                  feeding the component (an input no stream feeds counts as one). Always
                  dearer than any keyed order.
 
+Components with the same `task:` run in one engine task (a Kafka Streams sub-topology), on
+one order of the task's inputs: an order of one is an order of all. Orders are then proposed
+per task, at one cost, and written on each of its order-sensitive members; a task's global
+order counts the streams into the task from outside it.
+
 Algorithm:
   1. Analyse the spec. If no sink fails, the status is `ok` and the plan lists the seal
      barriers only.
@@ -316,18 +321,33 @@ fn mechanism(
         Choice::AddSeal { source, key } => {
             (cand.consumers.clone(), Some(source), names(d, key), None)
         }
-        Choice::Order { component, order } => (
-            vec![component],
-            None,
-            match order {
-                Order::Keys(k) => names(d, k),
-                Order::Global => Vec::new(),
-            },
-            match ev.base_order(component) {
+        Choice::Order { component, order } => {
+            // A task's members already ordered so keep their order: the mechanism takes
+            // effect at the others.
+            let group: Vec<CompId> = d.order_group(component).collect();
+            let mut changed: Vec<CompId> = group
+                .iter()
+                .copied()
+                .filter(|&m| ev.base_order(m) != Some(order))
+                .collect();
+            if changed.is_empty() {
+                changed = group;
+            }
+            changed.sort_unstable_by(|&a, &b| d.component(a).name.cmp(&d.component(b).name));
+            let replaces = changed.iter().find_map(|&m| match ev.base_order(m) {
                 Some(Order::Keys(k)) => Some(names(d, k)),
                 _ => None,
-            },
-        ),
+            });
+            (
+                changed,
+                None,
+                match order {
+                    Order::Keys(k) => names(d, k),
+                    Order::Global => Vec::new(),
+                },
+                replaces,
+            )
+        }
     };
     Mechanism {
         kind: cand.kind(),

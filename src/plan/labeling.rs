@@ -303,8 +303,23 @@ impl Labeling {
     fn set_choice(&mut self, choice: Choice) {
         match choice {
             Choice::AddSeal { source, key } => self.set_seal(source, Some(key)),
-            Choice::Order { component, order } => self.set_order(component, Some(order)),
+            Choice::Order { component, order } => {
+                for i in 0..self.group_len(component) {
+                    let m = self.group_member(component, i);
+                    self.set_order(m, Some(order));
+                }
+            }
         }
+    }
+
+    /// How many components an order of `c` covers ([`Dataflow::order_group`]).
+    fn group_len(&self, c: CompId) -> usize {
+        self.df.order_group(c).count()
+    }
+
+    /// The `i`th component an order of `c` covers.
+    fn group_member(&self, c: CompId, i: usize) -> CompId {
+        self.df.order_group(c).nth(i).unwrap_or(c)
     }
 
     /// Applies `choice` (replacing the source's seal or the component's order) and settles.
@@ -323,7 +338,10 @@ impl Labeling {
         match choice {
             Choice::AddSeal { source, .. } => self.set_seal(source, self.base_seal[source.index()]),
             Choice::Order { component, .. } => {
-                self.set_order(component, self.base_order[component.index()])
+                for i in 0..self.group_len(component) {
+                    let m = self.group_member(component, i);
+                    self.set_order(m, self.base_order[m.index()]);
+                }
             }
         }
     }

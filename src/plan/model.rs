@@ -388,6 +388,17 @@ impl<'a> Named<'a> {
         super::cost::producers_of(self.dataflow, c)
     }
 
+    /// The engine task an order mechanism covers as a whole (the members of a task, `task:`,
+    /// are ordered together); `None` for a seal, or an order of one component.
+    pub fn task(&self, m: &Mechanism) -> Option<&'a str> {
+        let Choice::Order { component, .. } = m.choice else {
+            return None;
+        };
+        let df = self.dataflow;
+        let t = df.component(component).task?;
+        (df.order_group(component).nth(1).is_some()).then(|| df.tasks[t as usize].name.as_str())
+    }
+
     /// The names of `ks`, in their order.
     pub fn sink_names(&self, ks: &[SinkId]) -> Vec<&'a str> {
         ks.iter().map(|&k| self.sink(k)).collect()

@@ -68,25 +68,30 @@ pub fn mechanisms(plan: &crate::plan::Plan) -> Vec<Drawn> {
     let mut out: Vec<Drawn> = plan
         .mechanisms
         .iter()
-        .map(|m| match m.choice {
-            Choice::AddSeal { source, .. } => Drawn::AddSeal {
-                source,
-                key: m.key.clone(),
-            },
-            Choice::Order {
-                component,
-                order: O::Global,
-            } => Drawn::Order {
-                component,
-                keys: None,
-            },
-            Choice::Order {
-                component,
-                order: O::Keys(_),
-            } => Drawn::Order {
-                component,
-                keys: Some(m.key.clone()),
-            },
+        .flat_map(|m| {
+            // An order is drawn at every component it takes effect at (a task's members).
+            let at: &[CompId] = match m.choice {
+                Choice::AddSeal { .. } => &[],
+                Choice::Order { .. } => &m.components,
+            };
+            let seal = match m.choice {
+                Choice::AddSeal { source, .. } => Some(Drawn::AddSeal {
+                    source,
+                    key: m.key.clone(),
+                }),
+                Choice::Order { .. } => None,
+            };
+            let keys = match m.choice {
+                Choice::Order {
+                    order: O::Keys(_), ..
+                } => Some(m.key.clone()),
+                _ => None,
+            };
+            seal.into_iter()
+                .chain(at.iter().map(move |&component| Drawn::Order {
+                    component,
+                    keys: keys.clone(),
+                }))
         })
         .collect();
     // The plan was made for this dataflow (or a copy with the plan's edits): its ids are

@@ -69,16 +69,16 @@ pub fn render(path: &str, plan: Named) -> String {
                     Kind::KeyedOrder => format!("`order: [{}]`", list(&m.key)),
                     _ => "`order: global`".to_string(),
                 };
+                let at = match plan.task(m) {
+                    Some(task) => format!(
+                        "task `{task}` ({})",
+                        list(&plan.component_names(&m.components))
+                    ),
+                    None => list(&plan.component_names(&m.components)),
+                };
                 match &m.replaces {
-                    Some(old) => format!(
-                        "replace `order: [{}]` with {order} on {}",
-                        list(old),
-                        list(&plan.component_names(&m.components))
-                    ),
-                    None => format!(
-                        "add {order} to {}",
-                        list(&plan.component_names(&m.components))
-                    ),
+                    Some(old) => format!("replace `order: [{}]` with {order} on {at}", list(old)),
+                    None => format!("add {order} to {at}"),
                 }
             }
             Kind::SealBarrier => String::new(),

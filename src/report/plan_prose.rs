@@ -126,13 +126,28 @@ fn spec_terms(plan: &Named, m: &Mechanism) -> String {
     match m.choice {
         Choice::AddSeal { source, .. } => add_seal(plan, source, &m.key, &m.components),
         Choice::Order {
-            component,
             order: Order::Keys(_),
-        } => keyed_order(plan, component, &m.key),
+            ..
+        } => keyed_order(plan, m),
         Choice::Order {
-            component,
             order: Order::Global,
-        } => global_order(plan, component),
+            ..
+        } => global_order(plan, m),
+    }
+}
+
+/// Whose inputs an order of `component` orders: its own, or its task's (the task runs
+/// `components`, the members the order takes effect at).
+fn whose_inputs(plan: &Named, m: &Mechanism) -> String {
+    match plan.task(m) {
+        Some(task) => format!(
+            "task `{task}`'s inputs (one order for {}, which the task runs together)",
+            plan.component_names(&m.components).join(", ")
+        ),
+        None => format!(
+            "{}'s inputs",
+            plan.component_names(&m.components).join(", ")
+        ),
     }
 }
 
@@ -158,27 +173,46 @@ pub fn add_seal(plan: &Named, source: SourceId, key: &[String], consumers: &[Com
     }
 }
 
-/// A keyed order: one durable order per partition of `key` of the component's inputs.
-pub fn keyed_order(plan: &Named, component: CompId, key: &[String]) -> String {
+/// A keyed order: one durable order per partition of the mechanism's key of its component's
+/// inputs (of its task's, when it covers a task).
+pub fn keyed_order(plan: &Named, m: &Mechanism) -> String {
     format!(
-        "one durable order per ({}) partition of {}'s inputs (keyed sessions with leases, or a partitioned log)",
-        key.join(", "),
-        plan.component(component)
+        "one durable order per ({}) partition of {} (keyed sessions with leases, or a partitioned log)",
+        m.key.join(", "),
+        whose_inputs(plan, m)
     )
 }
 
-/// A global order: one durable total order of every stream into the component.
-pub fn global_order(plan: &Named, component: CompId) -> String {
+/// A global order: one durable total order of every stream into its component (into its
+/// task, when it covers a task).
+pub fn global_order(plan: &Named, m: &Mechanism) -> String {
+    let Choice::Order { component, .. } = m.choice else {
+        return String::new();
+    };
     let n = plan.producer_streams(component);
+    let into = match plan.task(m) {
+        Some(task) => format!(
+            "task `{task}` (one order for {}, which the task runs together)",
+            plan.component_names(&m.components).join(", ")
+        ),
+        None => plan.component(component).to_string(),
+    };
     format!(
-        "one durable total order of the {} into {} (a sequencer or replicated log)",
+        "one durable total order of the {} into {into} (a sequencer or replicated log)",
         if n == 1 {
             "producer stream".to_string()
         } else {
             format!("{n} producer streams")
         },
-        plan.component(component)
     )
+}
+
+/// The component an order is on, or its task, as the engine's terms name it.
+fn ordered_unit(plan: &Named, m: &Mechanism, component: CompId) -> String {
+    match plan.task(m) {
+        Some(task) => format!("task `{task}`"),
+        None => plan.component(component).to_string(),
+    }
 }
 
 /// Whether a seal key closes windows (the importers name a window attribute `window`, or
@@ -227,7 +261,7 @@ pub fn engine_terms(plan: &Named, m: &Mechanism, engine: Engine) -> String {
             component,
             order: Order::Keys(_),
         } => {
-            let c = plan.component(component);
+            let c = ordered_unit(plan, m, component);
             let k = m.key.join(", ");
             match engine {
                 Engine::KafkaStreams => {
@@ -257,7 +291,7 @@ pub fn engine_terms(plan: &Named, m: &Mechanism, engine: Engine) -> String {
             component,
             order: Order::Global,
         } => {
-            let c = plan.component(component);
+            let c = ordered_unit(plan, m, component);
             match engine {
                 Engine::KafkaStreams => format!(
                     "route every input of {c} through one single-partition topic (one task then processes them in one order)"

@@ -214,6 +214,7 @@ impl Validator<'_> {
                 ("order", "order"),
                 ("partitions", "partitions"),
                 ("partition_by", "partition_by"),
+                ("task", "task"),
                 ("sql", "sql"),
                 ("bloom", "bloom"),
                 ("use", "use"),
@@ -443,9 +444,28 @@ impl Validator<'_> {
                 None
             }
         });
+        let task = f.get("task").and_then(|n| match &n.value {
+            Value::Str(s) if !s.trim().is_empty() => Some(Name {
+                text: s.clone(),
+                span: n.span,
+            }),
+            Value::Int(i) => Some(Name {
+                text: i.to_string(),
+                span: n.span,
+            }),
+            _ => {
+                self.wrong_type(
+                    n,
+                    "the name of the engine task that runs it (`task: sub-topology-0`)",
+                    &format!("`task` of {what}"),
+                );
+                None
+            }
+        });
         Some(ComponentDecl {
             name,
             paths,
+            task,
             replicated,
             replicas,
             order,

@@ -125,6 +125,10 @@ pub struct ComponentDecl {
     /// record reaches two of them, so they cannot disagree, and the analysis treats the
     /// component as one instance.
     pub partitions: Option<Partitions>,
+    /// `task: NAME`: the engine runs the components of one task together, in one thread, on
+    /// the records of the task's input partitions (a Kafka Streams sub-topology). An order of
+    /// one of them is an order of all, so the planner orders a task as a whole, at one cost.
+    pub task: Option<Name>,
     pub body: Span,
     /// Some of its paths were invalid and dropped: endpoint errors naming it are suppressed,
     /// because they would only repeat the path error.

@@ -259,6 +259,10 @@ pub struct Mechanism {
     /// The producers a seal barrier waits for.
     #[serde(default)]
     pub producers: Vec<String>,
+    /// The engine task an order covers as a whole (`task:` in the spec): one order for
+    /// every order-sensitive component the task runs, of which `component` is the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
 }
 
 impl Mechanism {
@@ -271,6 +275,7 @@ impl Mechanism {
             source: None,
             key: Vec::new(),
             producers: Vec::new(),
+            task: None,
         }
     }
 
@@ -295,6 +300,12 @@ impl Mechanism {
     /// Keyed by `key`.
     pub fn keyed<S: Into<String>>(mut self, key: impl IntoIterator<Item = S>) -> Mechanism {
         self.key = key.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Covering the engine task `task` (an order's).
+    pub fn for_task(mut self, task: impl Into<String>) -> Mechanism {
+        self.task = Some(task.into());
         self
     }
 

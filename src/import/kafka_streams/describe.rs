@@ -27,6 +27,8 @@ struct Node {
     successors: Vec<(String, Span)>,
     predecessors: Vec<(String, Span)>,
     global: bool,
+    /// The sub-topology it is described in (`Sub-topology: N`), when that names one.
+    sub_topology: Option<String>,
 }
 
 /// Lines of `text` with their offsets, without their line ends (`\n`, `\r\n`, `\r`).
@@ -83,6 +85,7 @@ pub(super) fn parse_plain(text: &str, limits: &Limits) -> Result<Topology, Vec<D
         errors: Vec::new(),
         nodes: Vec::new(),
         global: false,
+        sub_topology: None,
         defined: HashMap::new(),
         skipped: None,
         trailing: None,
@@ -144,6 +147,8 @@ struct Reader<'l> {
     nodes: Vec<Node>,
     /// Whether the current sub-topology is a global store's.
     global: bool,
+    /// The current sub-topology's number (`Sub-topology: N`).
+    sub_topology: Option<String>,
     /// Where each node name was first described.
     defined: HashMap<String, Span>,
     /// The first line skipped before the topology, and how many were.
@@ -184,11 +189,15 @@ impl Reader<'_> {
                 started = true;
                 global_stores_header = false;
                 match header {
-                    Header::Topologies => {}
-                    Header::SubTopology { global } => self.global = global,
+                    Header::Topologies => self.sub_topology = None,
+                    Header::SubTopology { global, id } => {
+                        self.global = global;
+                        self.sub_topology = id;
+                    }
                     Header::GlobalStores => {
                         global_stores_header = true;
                         self.global = true;
+                        self.sub_topology = None;
                     }
                 }
                 continue;
@@ -329,6 +338,7 @@ impl Reader<'_> {
             successors: Vec::new(),
             predecessors: Vec::new(),
             global: self.global,
+            sub_topology: self.sub_topology.clone(),
         };
         if let Some((d, d_at)) = details
             && let Some(e) = node.read_details(d, d_at)
@@ -433,8 +443,9 @@ fn node_line(line: &str) -> Option<(Kind, &str, usize)> {
 enum Header {
     /// `Topologies:` (2.x+), `Sub-topologies:` (1.0), `Topology:`.
     Topologies,
-    /// `Sub-topology: N`, maybe `for global store (will not generate tasks)`.
-    SubTopology { global: bool },
+    /// `Sub-topology: N`, maybe `for global store (will not generate tasks)`; `id` is `N`
+    /// for a sub-topology that generates tasks.
+    SubTopology { global: bool, id: Option<String> },
     /// `Global Stores:` (1.0), followed by `none` or `GlobalStore: N` sub-topologies.
     GlobalStores,
 }
@@ -446,12 +457,19 @@ fn header(line: &str) -> Option<Header> {
         _ => {}
     }
     if let Some(rest) = line.strip_prefix("Sub-topology:") {
-        return Some(Header::SubTopology {
-            global: rest.contains("for global store"),
-        });
+        let global = rest.contains("for global store");
+        let id = rest
+            .split_whitespace()
+            .next()
+            .filter(|_| !global)
+            .map(str::to_string);
+        return Some(Header::SubTopology { global, id });
     }
     if line.starts_with("GlobalStore:") {
-        return Some(Header::SubTopology { global: true });
+        return Some(Header::SubTopology {
+            global: true,
+            id: None,
+        });
     }
     None
 }
@@ -758,6 +776,14 @@ fn operator_of(n: &Node, outer: bool) -> Operator {
         Kind::Processor => class_of(&n.name),
     };
     let mut op = Operator::new(n.name.clone(), class, kind_word(n.kind), n.span);
+    if let Some(id) = &n.sub_topology {
+        op.task = Some((
+            format!("sub-topology-{id}"),
+            format!(
+                "in sub-topology {id}: each of its tasks passes a record through every processor of the sub-topology before it reads the next, so an order of the task's input partitions orders them all"
+            ),
+        ));
+    }
     if n.global {
         op.replicated = Some(
             "in a global-store sub-topology: every application instance reads every partition and keeps the whole store".into(),

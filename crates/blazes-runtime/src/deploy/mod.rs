@@ -425,12 +425,17 @@ pub fn derive(file: &PlanFile, replicas: usize) -> Result<Deployment, DeployErro
         };
         let component = || m.component.as_deref().ok_or_else(|| missing("component"));
         let keys = format!("[{}]", m.key.join(", "));
+        // An order of an engine task is one order, named by the task's first component.
+        let on = |c: &str| match &m.task {
+            Some(t) => format!("{c} (task {t})"),
+            None => c.to_string(),
+        };
         let entry = match m.kind {
             MechanismKind::KeyedOrder => {
                 let c = component()?;
                 let name = format!("{prefix}-{}-keyed", sanitize(c));
                 MechanismObjects {
-                    mechanism: format!("keyed-order on {c} by {keys}"),
+                    mechanism: format!("keyed-order on {} by {keys}", on(c)),
                     objects: vec![(Role::Keyed, stream(name, &KEYED_SUBJECTS, replicas, true))],
                     note: None,
                 }
@@ -439,7 +444,7 @@ pub fn derive(file: &PlanFile, replicas: usize) -> Result<Deployment, DeployErro
                 let c = component()?;
                 let base = format!("{prefix}-{}", sanitize(c));
                 MechanismObjects {
-                    mechanism: format!("global-order on {c}"),
+                    mechanism: format!("global-order on {}", on(c)),
                     objects: vec![
                         (
                             Role::Sequence,
