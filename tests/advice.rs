@@ -164,6 +164,7 @@ fn still_there(
         if keep(part) {
             match ch {
                 Choice::AddSeal { source, key } => d.sources[source.index()].seal = Some(key),
+                Choice::SealStream { stream, key } => d.streams[stream.index()].seal = Some(key),
                 Choice::Order { component, order } => {
                     d.components[component.index()].order = Some(order)
                 }

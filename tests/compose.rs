@@ -291,10 +291,11 @@ fn findings(r: &FileReport) -> Vec<String> {
     out.push(format!("plan {:?} cost {}", p.status, p.cost));
     for m in &p.mechanisms {
         let on = match m.choice {
-            Choice::AddSeal { source, .. } => named.source(source),
-            Choice::Order { component, .. } => named.component(component),
+            Choice::AddSeal { source, .. } => mangle(named.source(source)),
+            Choice::SealStream { stream, .. } => mangle(&named.stream(stream)),
+            Choice::Order { component, .. } => mangle(named.component(component)),
         };
-        out.push(format!("mechanism {:?} {} {:?}", m.kind, mangle(on), m.key));
+        out.push(format!("mechanism {:?} {} {:?}", m.kind, on, m.key));
     }
     out.sort();
     out

@@ -14,7 +14,8 @@
 //!   `unprotected-read` (the names of the codes C001, C003 and C002); `none` when there is none.
 //! - `barriers`: every seal barrier, its key sorted; `none` when there is none.
 //! - `unreached N`: the number of streams no source reaches; leaving it out means 0.
-//! - `plan`: what `blazes plan SPEC` adds: `add-seal:SOURCE[K,...]`, `keyed-order:COMP[K,...]`,
+//! - `plan`: what `blazes plan SPEC` adds: `add-seal:SOURCE[K,...]`, a seal of an internal
+//!   stream `add-seal:COMP.OUTPUT->COMP.INPUT[K,...]`, `keyed-order:COMP[K,...]`,
 //!   `global-order:COMP`; `none` means the spec needs nothing (status `ok`). Leaving the clause
 //!   out leaves the plan unchecked.
 //!
@@ -165,9 +166,13 @@ fn parse(text: &str) -> Result<Expected, String> {
             let v = items(&rest, "plan")?;
             for m in &v {
                 check_item(m, "plan", |m| match m.split_once(':') {
-                    Some(("add-seal" | "keyed-order", t)) => t
-                        .split_once('[')
-                        .is_some_and(|(n, k)| is_node(n) && is_key(&format!("[{k}"))),
+                    Some(("add-seal" | "keyed-order", t)) => {
+                        t.split_once('[').is_some_and(|(n, k)| {
+                            let stream = n.split_once("->").filter(|_| m.starts_with("add-seal"));
+                            stream.map_or(is_node(n), |(a, b)| is_node(a) && is_node(b))
+                                && is_key(&format!("[{k}"))
+                        })
+                    }
                     Some(("global-order", c)) => is_node(c),
                     _ => false,
                 })?;
@@ -227,7 +232,14 @@ fn observe(spec: &str, with_plan: bool) -> Expected {
                 match kind {
                     "add-seal" => format!(
                         "add-seal:{}[{}]",
-                        m["source"].as_str().unwrap(),
+                        match m["source"].as_str() {
+                            Some(source) => source.to_string(),
+                            None => format!(
+                                "{}->{}",
+                                m["stream"]["from"].as_str().unwrap(),
+                                m["stream"]["to"].as_str().unwrap()
+                            ),
+                        },
                         strings(&m["key"]).join(",")
                     ),
                     "keyed-order" => format!(

@@ -12,7 +12,7 @@ use blazes::graph::Dataflow;
 mod common;
 
 use blazes::analysis;
-use blazes::graph::{CompId, Order, SourceId};
+use blazes::graph::{CompId, Order, SourceId, StreamId};
 use blazes::label::KeySet;
 use blazes::plan::labeling::{Checkpoint, Labeling};
 use blazes::plan::{self, Candidate, Choice, Evaluator, Kind, Plan, Status};
@@ -337,16 +337,18 @@ fn edits_name_what_the_plan_names() {
         };
         let p = plan::plan(&a.dataflow, &plan::Options::default());
         let named = p.named(&a.dataflow);
-        let planned: Vec<&str> = p
+        let planned: Vec<String> = p
             .mechanisms
             .iter()
             .map(|m| match m.choice {
-                Choice::AddSeal { source, .. } => named.source(source),
-                Choice::Order { component, .. } => named.component(component),
+                Choice::AddSeal { source, .. } => named.source(source).to_string(),
+                Choice::SealStream { stream, .. } => named.stream(stream),
+                Choice::Order { component, .. } => named.component(component).to_string(),
             })
             .collect();
         let name = |e: &Edit| match e {
             Edit::Seal { source, .. } => source.clone(),
+            Edit::StreamSeal { from, to, .. } => format!("{from} -> {to}"),
             Edit::Order { component, .. } => component.clone(),
         };
         let (spec, _) = blazes::spec::parse(text, &Default::default());
@@ -355,6 +357,7 @@ fn edits_name_what_the_plan_names() {
         assert_eq!(written, planned);
         spec.components.reverse();
         spec.sources.reverse();
+        spec.streams.reverse();
         let control: Vec<String> = edits(&p, &spec).iter().map(name).collect();
         reversed_differs |= control != planned;
     }
@@ -473,7 +476,7 @@ fn brute_force(ev: &mut Evaluator, cands: &[Candidate]) -> Option<u32> {
             continue;
         }
         let choices: Vec<Choice> = idx.iter().map(|&i| cands[i].choice).collect();
-        if ev.feasible(&choices) {
+        if ev.holds(&choices) {
             best = Some(cost);
         }
     }
@@ -522,6 +525,8 @@ fn explanations_are_true(ev: &mut Evaluator, p: &Plan) {
             choices.len(),
             "mechanism {i} is in the plan"
         );
+        // A stream seal whose producer can no longer punctuate it goes with the mechanism.
+        let without = ev.punctuated(&without);
         let (back, failing) = points(ev, &without);
         let back: std::collections::BTreeSet<_> = back.difference(&after).cloned().collect();
         let named = p.named(ev.dataflow());
@@ -576,13 +581,14 @@ fn check_plan(df: &Dataflow, options: &plan::Options, brute_limit: usize) -> usi
         }
         Status::Repaired => {
             assert!(!ev.feasible(&[]));
-            assert!(ev.feasible(&choices), "the plan repairs every sink");
-            // Irredundant: dropping any one mechanism fails a sink again.
+            assert!(ev.holds(&choices), "the plan repairs every sink");
+            // Irredundant: dropping any one mechanism fails a sink again, or a stream seal
+            // whose producer relied on it.
             for i in 0..choices.len() {
                 let mut without = choices.clone();
                 without.remove(i);
                 assert!(
-                    !ev.feasible(&without),
+                    !ev.holds(&without),
                     "mechanism {i} of {choices:?} is redundant"
                 );
             }
@@ -672,6 +678,10 @@ proptest! {
         // Without global orders some random specs are unrepairable; the claim still holds.
         let restricted = plan::Options::default().allowed(plan::Allowed { seal: true, keyed: true, global: false });
         check_plan(&df, &restricted, 12);
+        // Seals only: where an order-sensitive path stops a source's seal, only seals of the
+        // internal streams after it can repair what lies behind.
+        let seals = plan::Options::default().allowed(plan::Allowed { seal: true, keyed: false, global: false });
+        check_plan(&df, &seals, 12);
         // The greedy search also yields verified, irredundant plans.
         let greedy = plan::Options::default().exact_limit(0);
         check_plan(&df, &greedy, 0);
@@ -770,7 +780,10 @@ fn agrees_with_full_analysis(lab: &Labeling) -> Result<(), String> {
             iface, full.iface, stream, full.stream, sink, full.sink
         ));
     }
-    let score = Evaluator::new(&d, Default::default()).score(&[]);
+    // The full analysis trusts every stream seal as declared; the labeling also counts each
+    // added stream seal its producer cannot punctuate as a failing sink.
+    let mut score = Evaluator::new(&d, Default::default()).score(&[]);
+    score.0 += lab.unpunctuated_streams().count();
     if score != lab.score() {
         return Err(format!("score {:?}, full {:?}", lab.score(), score));
     }
@@ -784,11 +797,12 @@ fn change(lab: &mut Labeling, stack: &mut Vec<Checkpoint>, (what, which, how): (
         .filter(|b| how & (1 << b) != 0)
         .map(|b| names[b])
         .collect();
-    let (n_src, n_comp) = (
+    let (n_src, n_comp, n_str) = (
         lab.dataflow().sources.len(),
         lab.dataflow().components.len(),
+        lab.dataflow().streams.len(),
     );
-    match what % 6 {
+    match what % 8 {
         0 if n_src > 0 => {
             let key = lab.keys_mut().set_of(key);
             lab.apply(Choice::AddSeal {
@@ -821,6 +835,17 @@ fn change(lab: &mut Labeling, stack: &mut Vec<Checkpoint>, (what, which, how): (
                 lab.rollback(cp);
             }
         }
+        6 if n_str > 0 => {
+            let key = lab.keys_mut().set_of(key);
+            lab.apply(Choice::SealStream {
+                stream: StreamId((which % n_str) as u32),
+                key,
+            });
+        }
+        7 if n_str > 0 => lab.revert(Choice::SealStream {
+            stream: StreamId((which % n_str) as u32),
+            key: KeySet::EMPTY,
+        }),
         _ => {}
     }
 }
@@ -829,11 +854,12 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     /// After every change, trial and rollback, the incremental labels and score equal a full
-    /// propagation's (random specs have cycles, seals, gates, replication and orders).
+    /// propagation's (random specs have cycles, seals, gates, replication and orders; the
+    /// changes add and revert source seals, stream seals and orders).
     #[test]
     fn incremental_labeling_matches_full_propagation(
         spec in specgen::spec(8),
-        changes in proptest::collection::vec((0u8..6, 0usize..16, 0u8..8), 0..16),
+        changes in proptest::collection::vec((0u8..8, 0usize..16, 0u8..8), 0..16),
     ) {
         let text = spec.yaml_in_order();
         let df = dataflow(&text).expect("generated spec is valid");
@@ -1003,6 +1029,177 @@ fn check_explains_why_an_existing_order_does_not_cover_the_gate() {
         ),
         "{out}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Seals on internal streams: planned only where the producer can punctuate.
+
+/// A store ordered per cart feeds a count that is order-sensitive per cart. No source seal
+/// reaches the count (the store's `OW` never passes one on), so the plan seals the stream
+/// from the store, which the store can punctuate once its own input is sealed per cart.
+fn punctuating_store(adjust: bool) -> String {
+    let (source, path, stream) = if adjust {
+        (
+            "  adjust: {}\n",
+            "      - { from: fixes, to: totals, label: OW, gate: [cart] }\n",
+            "  - { from: adjust, to: Store.fixes }\n",
+        )
+    } else {
+        ("", "", "")
+    };
+    format!(
+        "name: punctuating\nsources:\n  carts: {{ sealable: [[cart]] }}\n{source}components:\n  Store:\n    order: [cart]\n    paths:\n      - {{ from: items, to: totals, label: OW, gate: [cart] }}\n{path}  Count:\n    paths:\n      - {{ from: totals, to: counts, label: OW, gate: [cart] }}\nstreams:\n  - {{ from: carts, to: Store.items }}\n{stream}  - {{ from: Store.totals, to: Count.totals }}\n  - {{ from: Count.counts, to: db }}\nsinks:\n  db: {{}}\n"
+    )
+}
+
+/// The plan pairs the stream seal with the source seal that lets the store punctuate, and
+/// says so in both mechanisms.
+#[test]
+fn a_stream_seal_comes_with_the_seal_that_lets_its_producer_punctuate() {
+    let spec = write_scratch("punctuate", &punctuating_store(false));
+    let spec = spec.to_str().unwrap();
+    let (v, code) = json_plan(spec, &["--allow", "seal"]);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["status"], "repaired", "{v:#}");
+    let m = added(&v);
+    assert_eq!(m.len(), 2, "{v:#}");
+    let source = m
+        .iter()
+        .find(|m| m["source"] == "carts")
+        .expect("seal carts");
+    assert_eq!(strings(&source["key"]), ["cart"]);
+    assert_eq!(
+        strings(&source["punctuates"]),
+        ["Store.totals -> Count.totals"]
+    );
+    let stream = m
+        .iter()
+        .find(|m| !m["stream"].is_null())
+        .expect("seal a stream");
+    assert_eq!(stream["kind"], "add-seal");
+    assert_eq!(stream["stream"]["from"], "Store.totals");
+    assert_eq!(stream["stream"]["to"], "Count.totals");
+    assert_eq!(stream["stream"]["producer"], "Store");
+    assert_eq!(strings(&stream["key"]), ["cart"]);
+    let human = stdout(&blazes(&["plan", spec, "--allow", "seal"]));
+    assert!(
+        human.contains(
+            "add `seal: [cart]` to the stream Store.totals -> Count.totals (Store punctuates it)"
+        ) && human.contains("lets Store punctuate Store.totals -> Count.totals"),
+        "{human}"
+    );
+}
+
+/// Negative control: the same labels minus the punctuation check accept the stream seal
+/// alone, which rests on a promise the store cannot keep (its input is unsealed); with the
+/// check, only the pair is feasible. And where no allowed seal lets the producer punctuate
+/// (a second, unsealable input), the plan is unrepairable and says why.
+#[test]
+fn a_stream_seal_its_producer_cannot_punctuate_is_refused() {
+    let df = dataflow(&punctuating_store(false)).unwrap();
+    let mut lab = Labeling::new(&df, Default::default());
+    let key = lab.keys_mut().set_of(["cart"]);
+    let totals = df
+        .streams
+        .iter()
+        .position(|s| s.from_text == "Store.totals")
+        .unwrap();
+    let carts = df.sources.iter().position(|s| s.name == "carts").unwrap();
+    let stream = Choice::SealStream {
+        stream: StreamId(totals as u32),
+        key,
+    };
+    let source = Choice::AddSeal {
+        source: SourceId(carts as u32),
+        key,
+    };
+    assert!(
+        lab.feasible_trusting_seals(&[stream]),
+        "trusted, it repairs db"
+    );
+    assert!(!lab.feasible(&[stream]), "Store cannot punctuate");
+    assert!(!lab.feasible(&[source]), "the source seal stops at Store");
+    assert!(lab.feasible(&[source, stream]));
+    let mut ev = Evaluator::new(&df, Default::default());
+    assert!(!ev.holds(&[stream]) && ev.holds(&[source, stream]));
+    assert_eq!(ev.punctuated(&[stream]), Vec::<Choice>::new());
+
+    let spec = write_scratch("no-punctuation", &punctuating_store(true));
+    let spec = spec.to_str().unwrap();
+    let (v, code) = json_plan(spec, &["--allow", "seal"]);
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(v["status"], "unrepairable", "{v:#}");
+    assert!(added(&v).is_empty(), "{v:#}");
+    let why = v["reasons"][0]["message"].as_str().unwrap();
+    assert!(
+        why.contains("their producers cannot punctuate them"),
+        "{why}"
+    );
+}
+
+/// `--apply` writes the stream's `seal:` into flow, block and JSON declarations, keeping the
+/// rest, and the written spec passes `check`.
+#[test]
+fn apply_writes_a_stream_seal_in_every_style() {
+    let flow = punctuating_store(false);
+    let block = flow.replace(
+        "  - { from: Store.totals, to: Count.totals }\n",
+        "  - from: Store.totals\n    # the store's running totals\n    to: Count.totals\n",
+    );
+    let json = r#"{"name": "punctuating",
+ "sources": {"carts": {"sealable": [["cart"]]}},
+ "components": {"Store": {"order": ["cart"], "paths": [{"from": "items", "to": "totals", "label": "OW", "gate": ["cart"]}]},
+                "Count": {"paths": [{"from": "totals", "to": "counts", "label": "OW", "gate": ["cart"]}]}},
+ "streams": [{"from": "carts", "to": "Store.items"}, {"from": "Store.totals", "to": "Count.totals"}]}
+"#;
+    for (name, text, ext, written) in [
+        (
+            "flow",
+            flow.as_str(),
+            "yaml",
+            "- { seal: [cart], from: Store.totals, to: Count.totals }",
+        ),
+        (
+            "block",
+            block.as_str(),
+            "yaml",
+            "  - from: Store.totals\n    # the store's running totals\n    to: Count.totals\n    seal: [cart]\n",
+        ),
+        (
+            "json",
+            json,
+            "json",
+            r#"{ "seal": ["cart"], "from": "Store.totals", "to": "Count.totals"}"#,
+        ),
+    ] {
+        let dir = scratch(&format!("apply-stream-{name}"));
+        let spec = dir.join(format!("spec.{ext}"));
+        std::fs::write(&spec, text).unwrap();
+        assert_eq!(
+            blazes(&["check", spec.to_str().unwrap()]).status.code(),
+            Some(1),
+            "{name}: the spec needs coordination"
+        );
+        let out = dir.join(format!("fixed.{ext}"));
+        let o = blazes(&[
+            "plan",
+            spec.to_str().unwrap(),
+            "--allow",
+            "seal",
+            "--apply",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        let fixed = std::fs::read_to_string(&out).unwrap();
+        assert!(fixed.contains(written), "{name}:\n{fixed}");
+        assert_eq!(
+            std::fs::read_to_string(&spec).unwrap(),
+            text,
+            "{name}: input kept"
+        );
+        let o = blazes(&["check", out.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}\n{fixed}", stdout(&o));
+    }
 }
 
 /// `--in-place` leaves a spec that needs no change untouched: same bytes, same mtime.
@@ -1227,17 +1424,29 @@ fn json_specs_stay_json_when_applied() {
             assert_eq!(again["status"], "ok", "{spec}");
             // Take the plan's keys out again: what is left is the original document.
             for m in added(&v) {
+                let expected = if m["kind"] == "global-order" {
+                    Value::from("global")
+                } else {
+                    m["key"].clone()
+                };
+                if m["kind"] == "add-seal" && m["source"].is_null() {
+                    // A stream's seal: the stream with these endpoints carries it.
+                    let (from, to) = (&m["stream"]["from"], &m["stream"]["to"]);
+                    let streams = parsed["streams"].as_array_mut().unwrap();
+                    let st = streams
+                        .iter_mut()
+                        .find(|s| &s["from"] == from && &s["to"] == to)
+                        .expect("the sealed stream");
+                    let value = st.as_object_mut().unwrap().remove("seal");
+                    assert_eq!(value, Some(expected), "{spec}");
+                    continue;
+                }
                 let (section, name, key) = match m["kind"].as_str().unwrap() {
                     "add-seal" => ("sources", m["source"].as_str().unwrap(), "seal"),
                     _ => ("components", m["component"].as_str().unwrap(), "order"),
                 };
                 let entry = parsed[section][name].as_object_mut().unwrap();
                 let value = entry.remove(key).expect("the planned key");
-                let expected = if m["kind"] == "global-order" {
-                    Value::from("global")
-                } else {
-                    m["key"].clone()
-                };
                 assert_eq!(value, expected, "{spec}");
                 if let Some(old) = original[section][name].get(key) {
                     // The plan replaced an existing value: restore it for the comparison.

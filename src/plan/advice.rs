@@ -37,6 +37,7 @@ use crate::label::{Gate, KeySet, Keys, Label};
 use super::cost::cost;
 use super::labeling::Labeling;
 use super::model::Choice;
+use super::scoring::punctuates;
 
 /// Streams the upstream walk of one point follows, at most.
 pub const WALK: usize = 256;
@@ -284,19 +285,9 @@ impl Advisor<'_> {
         let spent = self.lab.work_since(&cp);
         work::add(spent as u64 + 1);
         *self.left = self.left.saturating_sub(spent.max(1));
-        let df = self.df;
         let ok = fix.streams.iter().all(|&(t, k)| {
-            let Producer::Output(o) = df.streams[t.index()].from else {
-                return false;
-            };
-            let c = df.component(df.iface(o).component);
-            work::each(c.paths.iter())
-                .filter(|p| p.output == o)
-                .all(|p| match self.lab.labels().iface[p.input.index()] {
-                    None => true,
-                    Some(Label::Seal(s)) => self.lab.dataflow().keys.is_subset(s, k),
-                    Some(_) => false,
-                })
+            work::add(1);
+            punctuates(self.lab.dataflow(), self.lab.labels().iface, t, k)
         });
         self.lab.rollback(cp);
         ok
@@ -489,6 +480,27 @@ fn existing_order_why(df: &Dataflow, keys: &Keys, point: &PointOfOrder) -> Optio
     }
 }
 
+/// Asking the producer of internal stream `t` to punctuate it per `key`, in words (`None`
+/// for a source's stream, which a producer cannot be asked for).
+fn punctuate_phrase(df: &Dataflow, keys: &Keys, t: StreamId, key: KeySet) -> Option<String> {
+    let st = &df.streams[t.index()];
+    let Producer::Output(o) = st.from else {
+        return None;
+    };
+    let producer = &df.component(df.iface(o).component).name;
+    let output = &df.iface(o).name;
+    let (per, seal) = if key == KeySet::EMPTY {
+        ("the end of it".to_string(), "[]".to_string())
+    } else {
+        let k = keys.display(key);
+        (format!("per `{k}`"), format!("[{k}]"))
+    };
+    Some(format!(
+        "{producer} to punctuate its output `{output}` {per} (`seal: {seal}` on the stream {} -> {}; with its input sealed so, it knows when each is complete)",
+        st.from_text, st.to_text
+    ))
+}
+
 /// A verified fix in words.
 fn describe(
     df: &Dataflow,
@@ -511,6 +523,9 @@ fn describe(
     let mut parts: Vec<String> = Vec::new();
     for &ch in &fix.choices {
         match ch {
+            Choice::SealStream { stream, key } => {
+                parts.extend(punctuate_phrase(df, keys, stream, key));
+            }
             Choice::AddSeal { source, key } => {
                 let name = &df.sources[source.index()].name;
                 parts.push(if key == KeySet::EMPTY {
@@ -566,22 +581,7 @@ fn describe(
         }
     }
     for &(t, key) in &fix.streams {
-        let st = &df.streams[t.index()];
-        let Producer::Output(o) = st.from else {
-            continue;
-        };
-        let producer = &df.component(df.iface(o).component).name;
-        let output = &df.iface(o).name;
-        let (per, seal) = if key == KeySet::EMPTY {
-            ("the end of it".to_string(), "[]".to_string())
-        } else {
-            let k = keys.display(key);
-            (format!("per `{k}`"), format!("[{k}]"))
-        };
-        parts.push(format!(
-            "{producer} to punctuate its output `{output}` {per} (`seal: {seal}` on the stream {} -> {}; with its input sealed so, it knows when each is complete)",
-            st.from_text, st.to_text
-        ));
+        parts.extend(punctuate_phrase(df, keys, t, key));
     }
     // A stream's producer is asked as a source is: "ask source `s` to ... and P to ...".
     let what = match parts.len() {

@@ -26,6 +26,14 @@ pub enum Edit {
         source: String,
         key: Vec<String>,
     },
+    /// `seal:` on the `index`th declaration of `streams:` (from 0), from `from` to `to` (as
+    /// the spec writes its endpoints): by place, since two identical streams are two streams.
+    StreamSeal {
+        index: usize,
+        from: String,
+        to: String,
+        key: Vec<String>,
+    },
     /// `key: None` is `order: global`.
     Order {
         component: String,
@@ -39,6 +47,9 @@ impl Edit {
         match self {
             Edit::Seal { source, key } => {
                 format!("`seal: {}` on source `{source}`", flow_list(key))
+            }
+            Edit::StreamSeal { from, to, key, .. } => {
+                format!("`seal: {}` on the stream {from} -> {to}", flow_list(key))
             }
             Edit::Order {
                 component,
@@ -55,7 +66,8 @@ impl Edit {
 }
 
 /// The edits that record a plan's mechanisms in `spec`, the spec the plan was made for:
-/// [`graph::build`] keeps the spec's order, so the plan's ids index its declarations.
+/// [`graph::build`] keeps the spec's order, so the plan's ids index its declarations (a
+/// stream's too: a spec a plan is made for resolves every stream).
 pub fn edits(plan: &Plan, spec: &Spec) -> Vec<Edit> {
     let mut out = Vec::new();
     for m in &plan.mechanisms {
@@ -64,6 +76,15 @@ pub fn edits(plan: &Plan, spec: &Spec) -> Vec<Edit> {
                 source: spec.sources[source.index()].name.text.clone(),
                 key: m.key.clone(),
             }),
+            Choice::SealStream { stream, .. } => {
+                let st = &spec.streams[stream.index()];
+                out.push(Edit::StreamSeal {
+                    index: stream.index(),
+                    from: st.from.text.clone(),
+                    to: st.to.text.clone(),
+                    key: m.key.clone(),
+                });
+            }
             // An order is written on every component it takes effect at (a task's members).
             Choice::Order { order, .. } => out.extend(m.components.iter().map(|c| Edit::Order {
                 component: spec.components[c.index()].name.text.clone(),
@@ -253,6 +274,39 @@ fn insert_entry(text: &str, body: usize, entry: &str, what: &str) -> Result<Spli
     })
 }
 
+/// Adds `entry` to a stream written as a block mapping, on a line of its own after its last
+/// endpoint's line and indented like its first key: inserted before the first key, it would
+/// rewrite the `- from: ...` line of a sequence item.
+fn entry_after(
+    text: &str,
+    decl: &spec::StreamDecl,
+    entry: &str,
+    what: &str,
+) -> Result<Splice, String> {
+    let body = decl.span.offset;
+    let line_start = text[..body].rfind('\n').map_or(0, |i| i + 1);
+    let prefix = &text[line_start..body];
+    if !prefix.chars().all(|c| c == ' ' || c == '-') {
+        return Err(format!(
+            "cannot find where the mapping of {what} starts; add the entry `{entry}` by hand"
+        ));
+    }
+    let indent = " ".repeat(prefix.chars().count());
+    let last = decl.from.span.end().max(decl.to.span.end());
+    Ok(match text[last..].find('\n') {
+        Some(i) => Splice {
+            offset: last + i + 1,
+            len: 0,
+            text: format!("{indent}{entry}\n"),
+        },
+        None => Splice {
+            offset: text.len(),
+            len: 0,
+            text: format!("\n{indent}{entry}"),
+        },
+    })
+}
+
 /// Turns a null value (`name:`, `name: ~`, `name: null`) into `name: { entry }`.
 fn fill_null(
     text: &str,
@@ -317,6 +371,28 @@ pub fn apply_in(text: &str, spec: &Spec, edits: &[Edit], syntax: Syntax) -> Resu
     let mut splices: Vec<Splice> = Vec::new();
     for e in edits {
         match e {
+            Edit::StreamSeal {
+                index,
+                from,
+                to,
+                key,
+            } => {
+                let what = format!("the stream {from} -> {to}");
+                let decl = spec
+                    .streams
+                    .get(*index)
+                    .filter(|d| d.from.text == *from && d.to.text == *to)
+                    .ok_or_else(|| format!("the spec has no {what}"))?;
+                let value = syntax.list(key);
+                let entry = syntax.entry("seal", &value);
+                splices.push(match &decl.seal {
+                    Some(list) => replace_list(text, list, &value, &format!("the seal of {what}"))?,
+                    None if !text[decl.span.offset..].starts_with('{') => {
+                        entry_after(text, decl, &entry, &what)?
+                    }
+                    None => insert_entry(text, decl.span.offset, &entry, &what)?,
+                });
+            }
             Edit::Order { component, key } => {
                 let what = format!("component `{component}`");
                 let decl = components
@@ -386,6 +462,9 @@ pub fn applied(df: &Dataflow, plan: &Plan, fail_on: FailOn) -> (Dataflow, analys
         match m.choice {
             Choice::AddSeal { source, .. } => {
                 copy.sources[source.index()].seal = Some(key(&mut copy));
+            }
+            Choice::SealStream { stream, .. } => {
+                copy.streams[stream.index()].seal = Some(key(&mut copy));
             }
             Choice::Order { order, .. } => {
                 let order = match order {
@@ -457,8 +536,22 @@ pub fn apply_verified(
         .enumerate()
         .map(|(i, s)| (s.name.as_str(), i))
         .collect();
+    let sealed_as = |k: crate::label::KeySet, key: &[String]| {
+        Label::Seal(k).display(&df.keys) == format!("Seal({})", key.join(", "))
+    };
     for e in &edits {
         let ok = match e {
+            Edit::StreamSeal {
+                index,
+                from,
+                to,
+                key,
+            } => df
+                .streams
+                .get(*index)
+                .filter(|st| st.from_text == *from && st.to_text == *to)
+                .and_then(|st| st.seal)
+                .is_some_and(|k| sealed_as(k, key)),
             Edit::Order { component, key } => components
                 .get(component.as_str())
                 .and_then(|&c| df.components[c].order)
@@ -474,10 +567,7 @@ pub fn apply_verified(
             Edit::Seal { source, key } => sources
                 .get(source.as_str())
                 .and_then(|&s| df.sources[s].seal)
-                .is_some_and(|k| {
-                    let got = Label::Seal(k).display(&df.keys);
-                    got == format!("Seal({})", key.join(", "))
-                }),
+                .is_some_and(|k| sealed_as(k, key)),
         };
         if !ok {
             return Err(format!(

@@ -1,10 +1,11 @@
 //! Candidate generation: every mechanism that could fix a point of order of the baseline
-//! analysis (an add-seal, a keyed order, a global order), each with its cost.
+//! analysis (an add-seal on a source or on an internal stream, a keyed order, a global
+//! order), each with its cost.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::analysis::{self, PointKind};
-use crate::graph::{CompId, Consumer, Dataflow, IfaceId, Order, SourceId};
+use crate::graph::{CompId, Consumer, Dataflow, IfaceId, Order, Producer, SourceId, StreamId};
 use crate::label::{Annotation, Gate, KeySet, Keys};
 
 use super::Allowed;
@@ -27,11 +28,21 @@ impl Candidate {
     }
 }
 
-/// Inputs reached from a source through streams and confluent paths, ignoring joins with
-/// other streams (an over-approximation of where its seal can arrive). Streams that declare
-/// their own seal replace the label, so the walk stops there. `seen` is scratch space, all
-/// false on entry and on return.
-fn reached_inputs(df: &Dataflow, source: SourceId, seen: &mut [bool]) -> Vec<IfaceId> {
+/// Inputs reached from `start` (a source's streams, or one internal stream) through streams
+/// and confluent paths, ignoring joins with other streams (an over-approximation of where a
+/// seal put on them can arrive). Streams that declare their own seal replace the label, so
+/// the walk stops there. `seen` is scratch space, all false on entry and on return.
+fn reached_inputs(df: &Dataflow, start: &[StreamId], seen: &mut [bool]) -> Vec<IfaceId> {
+    reached_inputs_within(df, start, seen, usize::MAX).unwrap_or_default()
+}
+
+/// [`reached_inputs`], or `None` once more than `budget` inputs are reached.
+fn reached_inputs_within(
+    df: &Dataflow,
+    start: &[StreamId],
+    seen: &mut [bool],
+    budget: usize,
+) -> Option<Vec<IfaceId>> {
     let mut out: Vec<IfaceId> = Vec::new();
     let mut stack: Vec<IfaceId> = Vec::new();
     let follow = |streams: &[crate::graph::StreamId], stack: &mut Vec<IfaceId>| {
@@ -45,12 +56,15 @@ fn reached_inputs(df: &Dataflow, source: SourceId, seen: &mut [bool]) -> Vec<Ifa
             }
         }
     };
-    follow(&df.sources[source.index()].streams, &mut stack);
+    follow(start, &mut stack);
     while let Some(i) = stack.pop() {
         if std::mem::replace(&mut seen[i.index()], true) {
             continue;
         }
         out.push(i);
+        if out.len() > budget {
+            break;
+        }
         let c = df.component(df.iface(i).component);
         for p in c
             .paths
@@ -63,7 +77,148 @@ fn reached_inputs(df: &Dataflow, source: SourceId, seen: &mut [bool]) -> Vec<Ifa
     for i in &out {
         seen[i.index()] = false;
     }
+    (out.len() <= budget).then_some(out)
+}
+
+/// The components of the points among `points` (indexes into `base.points`) whose gate a
+/// seal on `key` is compatible with: where that seal would be consumed, sorted by name.
+fn consumers_of(
+    df: &Dataflow,
+    keys: &Keys,
+    base: &analysis::Analysis,
+    points: &[usize],
+    key: KeySet,
+) -> Vec<CompId> {
+    let mut consumers: Vec<CompId> = Vec::new();
+    for &pi in points {
+        let p = &base.points[pi];
+        let gate = df.component(p.component).paths[p.path].gate;
+        if gate.unwrap_or(Gate::Star).compatible(key, keys) {
+            consumers.push(p.component);
+        }
+    }
+    consumers.sort_unstable_by(|&a, &b| df.component(a).name.cmp(&df.component(b).name));
+    consumers.dedup();
+    consumers
+}
+
+/// The most inputs a seal on an internal stream may reach through confluent paths for the
+/// planner to offer it. One walk per stream an order-sensitive path writes would otherwise be
+/// quadratic in a fleet whose confluent paths tie most components together; a stream seal
+/// reaching further is not offered (the plan uses a source seal or an order there).
+pub const STREAM_SEAL_REACH: usize = 64;
+
+/// Seals of internal streams. A component that writes a stream from an order-sensitive path
+/// stops every seal from upstream (an `O` path never passes one on), so the points of order
+/// behind it can be sealed only by its producer punctuating the stream. It can when its
+/// inputs are sealed within the key, so the keys offered are those that could reach its
+/// inputs ([`upstream_keys`]); whether they do in a plan is checked by the search (see
+/// `scoring::punctuates`). `at_input` lists, per input, the points a seal arriving there
+/// could fix.
+fn stream_seals(
+    df: &Dataflow,
+    keys: &Keys,
+    base: &analysis::Analysis,
+    at_input: &[Vec<usize>],
+    seen: &mut [bool],
+) -> Vec<Candidate> {
+    let mut found: Vec<(StreamId, IfaceId, Vec<usize>)> = Vec::new();
+    for (ti, st) in df.streams.iter().enumerate() {
+        let (None, Producer::Output(o), Consumer::Input(_)) = (st.seal, st.from, st.to) else {
+            continue;
+        };
+        let c = df.component(df.iface(o).component);
+        if c.paths
+            .iter()
+            .all(|p| p.output != o || p.annotation.is_confluent())
+        {
+            continue;
+        }
+        let t = StreamId(ti as u32);
+        let Some(reached) = reached_inputs_within(df, &[t], seen, STREAM_SEAL_REACH) else {
+            continue;
+        };
+        let mut points: Vec<usize> = reached
+            .iter()
+            .flat_map(|i| at_input[i.index()].iter().copied())
+            .collect();
+        if points.is_empty() {
+            continue;
+        }
+        points.sort_unstable();
+        points.dedup();
+        found.push((t, o, points));
+    }
+    if found.is_empty() {
+        return Vec::new();
+    }
+    let up = upstream_keys(df);
+    let mut out = Vec::new();
+    for (t, o, points) in found {
+        for &key in &up[o.index()] {
+            let consumers = consumers_of(df, keys, base, &points, key);
+            if consumers.is_empty() {
+                continue;
+            }
+            let choice = Choice::SealStream { stream: t, key };
+            out.push(Candidate {
+                choice,
+                cost: cost(df, keys, choice, consumers.len()),
+                consumers,
+            });
+        }
+    }
     out
+}
+
+/// Per output interface, sorted: the seal keys that could reach it from upstream, which its
+/// producer could then punctuate it by: a `sealable:` key of an unsealed source, the seal of
+/// a sealed source or of a stream that declares one, carried through every path (a seal an
+/// order-sensitive path stops can be restored by sealing the stream after it). A fixpoint
+/// over the graph, cycles included: the sets only grow, and there are few distinct keys.
+fn upstream_keys(df: &Dataflow) -> Vec<Vec<KeySet>> {
+    let mut up: Vec<Vec<KeySet>> = vec![Vec::new(); df.ifaces.len()];
+    let mut queued = vec![true; df.components.len()];
+    let mut work: std::collections::VecDeque<CompId> =
+        (0..df.components.len()).map(|c| CompId(c as u32)).collect();
+    while let Some(cid) = work.pop_front() {
+        queued[cid.index()] = false;
+        let c = df.component(cid);
+        for &o in &c.outputs {
+            let mut set: BTreeSet<KeySet> = up[o.index()].iter().copied().collect();
+            for p in c.paths.iter().filter(|p| p.output == o) {
+                for s in &df.iface(p.input).streams {
+                    let st = &df.streams[s.index()];
+                    match (st.seal, st.from) {
+                        (Some(k), _) => {
+                            set.insert(k);
+                        }
+                        (None, Producer::Source(src)) => {
+                            let src = &df.sources[src.index()];
+                            set.extend(src.seal);
+                            if src.seal.is_none() {
+                                set.extend(src.sealable.iter().copied());
+                            }
+                        }
+                        (None, Producer::Output(from)) => set.extend(up[from.index()].iter()),
+                    }
+                }
+            }
+            if set.len() == up[o.index()].len() {
+                continue;
+            }
+            up[o.index()] = set.into_iter().collect();
+            for s in &df.iface(o).streams {
+                if let Consumer::Input(i) = df.streams[s.index()].to {
+                    let next = df.iface(i).component;
+                    if !std::mem::replace(&mut queued[next.index()], true) {
+                        work.push_back(next);
+                    }
+                }
+            }
+        }
+    }
+    up
 }
 
 /// Every candidate mechanism, cheapest first (ties in a fixed order: seals, keyed, global, by
@@ -125,12 +280,34 @@ fn candidates_with(
             }
         }
         let mut seen = vec![false; df.ifaces.len()];
+        let streams = stream_seals(df, keys, base, &at_input, &mut seen);
+        // The inputs each stream seal's producer needs sealed, with the key (a source seal
+        // within it supports the stream's punctuation, so it is a candidate even where it
+        // fixes no point itself: the producer may be ordered already).
+        let mut needs: Vec<Vec<(KeySet, CompId)>> = vec![Vec::new(); df.ifaces.len()];
+        for c in &streams {
+            let Choice::SealStream { stream, key } = c.choice else {
+                continue;
+            };
+            let Producer::Output(o) = df.streams[stream.index()].from else {
+                continue;
+            };
+            let producer = df.iface(o).component;
+            for p in df
+                .component(producer)
+                .paths
+                .iter()
+                .filter(|p| p.output == o)
+            {
+                needs[p.input.index()].push((key, producer));
+            }
+        }
         for (si, src) in df.sources.iter().enumerate() {
             if src.seal.is_some() {
                 continue;
             }
             let sid = SourceId(si as u32);
-            let reached = reached_inputs(df, sid, &mut seen);
+            let reached = reached_inputs(df, &src.streams, &mut seen);
             let mut points: Vec<usize> = reached
                 .iter()
                 .flat_map(|i| at_input[i.index()].iter().copied())
@@ -142,20 +319,22 @@ fn candidates_with(
                 if !seen_keys.insert(key) {
                     continue;
                 }
-                let mut consumers: Vec<CompId> = Vec::new();
-                for &pi in &points {
-                    let p = &base.points[pi];
-                    let gate = df.component(p.component).paths[p.path].gate;
-                    if gate.unwrap_or(Gate::Star).compatible(key, keys) {
-                        consumers.push(p.component);
-                    }
+                let mut consumers = consumers_of(df, keys, base, &points, key);
+                let supported: Vec<CompId> = reached
+                    .iter()
+                    .flat_map(|i| &needs[i.index()])
+                    .filter(|&&(k, _)| keys.is_subset(key, k))
+                    .map(|&(_, producer)| producer)
+                    .collect();
+                if !supported.is_empty() {
+                    consumers.extend(supported);
+                    consumers
+                        .sort_unstable_by(|&a, &b| df.component(a).name.cmp(&df.component(b).name));
+                    consumers.dedup();
                 }
                 if consumers.is_empty() {
                     continue;
                 }
-                consumers
-                    .sort_unstable_by(|&a, &b| df.component(a).name.cmp(&df.component(b).name));
-                consumers.dedup();
                 let choice = Choice::AddSeal { source: sid, key };
                 out.push(Candidate {
                     choice,
@@ -164,6 +343,7 @@ fn candidates_with(
                 });
             }
         }
+        out.extend(streams);
     }
     for (&cid, paths) in &ordered_points {
         if allowed.keyed {

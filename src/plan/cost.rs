@@ -11,10 +11,11 @@ use super::model::Choice;
 /// The cost of `choice` on `df`, whose key sets are interned in `keys` (the planner moves the
 /// key table out of the dataflow while it interns the candidates' intersections).
 /// `consumers` is, for an add-seal, the number of components where the seal is consumed by a
-/// seal barrier; it is ignored for orders.
+/// seal barrier; it is ignored for orders. A seal of an internal stream costs what a seal of
+/// a source does: the producer punctuates instead of the source.
 pub fn cost(df: &Dataflow, keys: &Keys, choice: Choice, consumers: usize) -> u32 {
     match choice {
-        Choice::AddSeal { .. } => 2 + consumers as u32,
+        Choice::AddSeal { .. } | Choice::SealStream { .. } => 2 + consumers as u32,
         Choice::Order {
             order: Order::Keys(k),
             ..

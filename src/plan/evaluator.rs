@@ -5,19 +5,20 @@
 use std::collections::BTreeMap;
 
 use crate::analysis::{self, FailOn};
-use crate::graph::{CompId, Dataflow, Order, SourceId};
+use crate::graph::{CompId, Dataflow, Order, SourceId, StreamId};
 use crate::label::{KeySet, Keys};
 
 use super::Allowed;
 use super::candidates::{Candidate, candidates};
 use super::model::Choice;
-use super::scoring::{Score, local_score};
+use super::scoring::{Score, local_score, punctuates};
 
 /// Runs the analysis on a private copy of the dataflow with a set of choices applied.
 pub struct Evaluator {
     df: Dataflow,
     base_order: Vec<Option<Order>>,
     base_seal: Vec<Option<KeySet>>,
+    base_stream_seal: Vec<Option<KeySet>>,
     fail_on: FailOn,
     /// Full analyses run so far (what `plan` reports as analyses, with the labeling's).
     pub evaluations: usize,
@@ -30,6 +31,7 @@ impl Evaluator {
         Evaluator {
             base_order: df.components.iter().map(|c| c.order).collect(),
             base_seal: df.sources.iter().map(|s| s.seal).collect(),
+            base_stream_seal: df.streams.iter().map(|s| s.seal).collect(),
             df: df.clone(),
             fail_on,
             evaluations: 0,
@@ -60,9 +62,15 @@ impl Evaluator {
         for (s, k) in self.df.sources.iter_mut().zip(&self.base_seal) {
             s.seal = *k;
         }
+        for (s, k) in self.df.streams.iter_mut().zip(&self.base_stream_seal) {
+            s.seal = *k;
+        }
         for &ch in choices {
             match ch {
                 Choice::AddSeal { source, key } => self.df.sources[source.index()].seal = Some(key),
+                Choice::SealStream { stream, key } => {
+                    self.df.streams[stream.index()].seal = Some(key)
+                }
                 Choice::Order { component, order } => {
                     let group: Vec<CompId> = self.df.order_group(component).collect();
                     for m in group {
@@ -94,9 +102,48 @@ impl Evaluator {
         (failing, points, unsealed)
     }
 
-    /// Whether every sink passes with `choices` applied.
+    /// Whether every sink passes with `choices` applied, trusting every stream seal among
+    /// them (a relaxation: [`punctuations_hold`](Self::punctuations_hold) is the rest of the
+    /// proof). So it bounds: when this fails, every plan made of `choices` does.
     pub fn feasible(&mut self, choices: &[Choice]) -> bool {
         self.score(choices).0 == 0
+    }
+
+    /// Whether every stream seal among `choices` can be punctuated by its producer under the
+    /// labels `labels` (the analysis of these very choices): each input of the producer's
+    /// paths to the stream is unreached or sealed within the stream's key.
+    pub fn punctuations_hold(&self, choices: &[Choice], labels: &analysis::Labels) -> bool {
+        choices.iter().all(|&ch| match ch {
+            Choice::SealStream { stream, key } => punctuates(&self.df, &labels.iface, stream, key),
+            Choice::AddSeal { .. } | Choice::Order { .. } => true,
+        })
+    }
+
+    /// Whether `choices` make a plan: every sink passes with them applied, and every stream
+    /// seal among them can be punctuated by its producer.
+    pub fn holds(&mut self, choices: &[Choice]) -> bool {
+        let a = self.analyze(choices);
+        !a.failing() && self.punctuations_hold(choices, &a.labels)
+    }
+
+    /// `choices` without the stream seals their producers cannot punctuate, dropped until the
+    /// rest hold (dropping one can undo the seal another's producer relied on): what remains of
+    /// a set of choices once the promises nobody can keep are taken out.
+    pub fn punctuated(&mut self, choices: &[Choice]) -> Vec<Choice> {
+        let mut kept = choices.to_vec();
+        loop {
+            let labels = self.analyze(&kept).labels;
+            let before = kept.len();
+            kept.retain(|&ch| match ch {
+                Choice::SealStream { stream, key } => {
+                    punctuates(&self.df, &labels.iface, stream, key)
+                }
+                Choice::AddSeal { .. } | Choice::Order { .. } => true,
+            });
+            if kept.len() == before {
+                return kept;
+            }
+        }
     }
 
     /// The analysis (points, barriers, sink verdicts; no diagnostics) with `choices` applied.
@@ -113,11 +160,13 @@ impl Evaluator {
 }
 
 /// The strongest combination of `choices`: per component the strongest order (global, else
-/// the intersection of the keys), per source the intersection of the seal keys. By
-/// monotonicity, if this fails a sink, every combination of `choices` does.
+/// the intersection of the keys), per source and per stream the intersection of the seal
+/// keys. By monotonicity, if this fails a sink with every stream seal trusted, every
+/// combination of `choices` does.
 pub fn upper_bound(keys: &mut Keys, choices: &[Choice]) -> Vec<Choice> {
     let mut orders: BTreeMap<CompId, Order> = BTreeMap::new();
     let mut seals: BTreeMap<SourceId, KeySet> = BTreeMap::new();
+    let mut stream_seals: BTreeMap<StreamId, KeySet> = BTreeMap::new();
     for &ch in choices {
         match ch {
             Choice::Order { component, order } => {
@@ -135,6 +184,13 @@ pub fn upper_bound(keys: &mut Keys, choices: &[Choice]) -> Vec<Choice> {
                 };
                 seals.insert(source, merged);
             }
+            Choice::SealStream { stream, key } => {
+                let merged = match stream_seals.get(&stream) {
+                    None => key,
+                    Some(&k) => keys.intersection(k, key),
+                };
+                stream_seals.insert(stream, merged);
+            }
         }
     }
     orders
@@ -144,6 +200,11 @@ pub fn upper_bound(keys: &mut Keys, choices: &[Choice]) -> Vec<Choice> {
             seals
                 .into_iter()
                 .map(|(source, key)| Choice::AddSeal { source, key }),
+        )
+        .chain(
+            stream_seals
+                .into_iter()
+                .map(|(stream, key)| Choice::SealStream { stream, key }),
         )
         .collect()
 }

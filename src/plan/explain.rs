@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use crate::analysis::{self, PointKind};
-use crate::graph::{CompId, Dataflow, IfaceId, Order, SinkId};
+use crate::graph::{CompId, Dataflow, IfaceId, Order, SinkId, StreamId};
 use crate::label::{Gate, KeySet, Label};
 
 use super::candidates::Candidate;
@@ -23,7 +23,7 @@ blazes plan: coordination synthesis
 
 `blazes plan SPEC` finds the cheapest set of coordination mechanisms that makes every sink
 meet its tolerance (`sinks.<name>.tolerate`, and `--fail-on`), and `--apply OUT.yaml` writes
-them into a copy of the spec (`seal:` on sources, `order:` on components).
+them into a copy of the spec (`seal:` on sources and streams, `order:` on components).
 
 Mechanisms and their costs (abstract units; the plan minimises the sum over the mechanisms
 it adds):
@@ -36,6 +36,11 @@ it adds):
                  cost = 2 + number of components where the seal is consumed by a seal
                  barrier (K reaches them through confluent paths and K is within the gate).
                  One seal can fix several points of order.
+                 Or `seal: [K]` on an internal stream: its producer punctuates its output
+                 per K, which it can only when every input of its paths to that output is
+                 sealed on keys within K (so it knows when each partition is complete).
+                 Same cost. A stream seal the producer cannot punctuate counts as a failing
+                 sink, so such a seal only comes with the seals upstream that make it hold.
   keyed-order    `order: [keys]` on a component, keys within the gate of every point of
                  order it fixes. It replaces an existing keyed order, so its keys also lie
                  within every gate the existing order covers.
@@ -59,14 +64,18 @@ Algorithm:
      barriers only.
   2. Candidates: an add-seal for every sealable key of every source without a seal whose
      key reaches (through confluent paths, ignoring joins) an input of a point of order
-     whose gate contains it; a keyed order (intersection of the gates of the component's
+     whose gate contains it; an add-seal on every unsealed stream an order-sensitive path
+     writes, by each key that sources can seal upstream of it and that reaches a point of
+     order downstream (with the source seals that let its producer punctuate); a keyed order (intersection of the gates of the component's
      points of order, and each single gate) and a global order for every component with an
-     order-sensitive point of order. Candidates on the same component (or source) exclude
-     each other.
+     order-sensitive point of order. Candidates on the same component (or source, or
+     stream) exclude each other.
   3. Upper bound: apply every candidate at once (the strongest order per component, the
-     intersection of the keys per source). If a sink still fails, nothing in reach can fix
-     it: the status is `unrepairable`, with each failing sink and the points of order that
-     remain.
+     intersection of the keys per source and per stream, trusting every stream seal). If
+     a sink still fails, nothing in reach can fix it: the status is `unrepairable`, with
+     each failing sink and the points of order that remain; if it passes only while
+     trusting stream seals their producers cannot punctuate, it is `unrepairable` and says
+     so.
   4. Search: with at most 24 candidates, branch and bound over include/exclude decisions
      (cheapest first; prune when the cost reaches the best plan found, when the cost plus
      the cheapest remaining candidate does, or when applying every remaining candidate
@@ -83,8 +92,11 @@ Algorithm:
      sinks that fail again without it: that is why it is there. The removal is followed
      through at most 256 components; where it reaches further (a cycle through most of a
      fleet), the list is marked incomplete ('and possibly more'; `fixes_complete: false`).
-  6. Verification: the final analysis runs with the plan applied; its seal barriers are
-     listed for the runtime.
+     A source seal that lets a producer punctuate a stream the plan seals lists that stream
+     (`punctuates`): without it the stream seal fails too.
+  6. Verification: the final analysis runs with the plan applied, and every stream seal
+     the plan adds must be punctuable by its producer; the seal barriers are listed for
+     the runtime.
 
 Exit status: 0 when the spec is ok or the plan repairs it, 1 when it is unrepairable, 2 when
 the spec is invalid or the output cannot be written.
@@ -258,7 +270,28 @@ pub(super) fn mechanisms(
     apply_all(lab, &choices);
     for &i in chosen {
         let cp = lab.checkpoint();
-        let complete = lab.revert_within(cands[i].choice, EXPLANATION_BUDGET);
+        let mut complete = lab.revert_within(cands[i].choice, EXPLANATION_BUDGET);
+        // A seal that lets a producer punctuate a stream the plan seals is needed for all that
+        // stream seal does: without it the producer's promise fails, so those seals go too
+        // (and the ones they let punctuate, in turn).
+        let mut punctuates: Vec<StreamId> = Vec::new();
+        loop {
+            let lost: Vec<StreamId> = lab
+                .unpunctuated_streams()
+                .filter(|t| !punctuates.contains(t))
+                .collect();
+            if lost.is_empty() {
+                break;
+            }
+            for t in lost {
+                punctuates.push(t);
+                let choice = Choice::SealStream {
+                    stream: t,
+                    key: KeySet::EMPTY,
+                };
+                complete &= lab.revert_within(choice, EXPLANATION_BUDGET);
+            }
+        }
         let mut fixes: Vec<PointRef> = lab
             .touched_since(&cp)
             .into_iter()
@@ -288,7 +321,14 @@ pub(super) fn mechanisms(
         let sinks = &ev.dataflow().sinks;
         failing.sort_by(|a, b| sinks[a.index()].name.cmp(&sinks[b.index()].name));
         lab.rollback(cp);
-        mechanisms.push(mechanism(ev, &cands[i], fixes, complete, failing));
+        let mut m = mechanism(ev, &cands[i], fixes, complete, failing);
+        let d = ev.dataflow();
+        punctuates.sort_by(|&a, &b| {
+            let (a, b) = (&d.streams[a.index()], &d.streams[b.index()]);
+            (&a.from_text, &a.to_text).cmp(&(&b.from_text, &b.to_text))
+        });
+        m.punctuates = punctuates;
+        mechanisms.push(m);
     }
     lab.rollback(with_plan);
     lab.set_exact(true);
@@ -296,7 +336,12 @@ pub(super) fn mechanisms(
     let key = |m: &Mechanism| {
         (
             m.kind,
+            m.stream.is_some(),
             m.source.map(|s| &d.sources[s.index()].name),
+            m.stream.map(|t| {
+                let st = &d.streams[t.index()];
+                (&st.from_text, &st.to_text)
+            }),
             m.components
                 .iter()
                 .map(|&c| &d.component(c).name)
@@ -317,9 +362,14 @@ fn mechanism(
     sinks: Vec<SinkId>,
 ) -> Mechanism {
     let d = ev.dataflow();
+    let mut stream = None;
     let (components, source, key, replaces) = match cand.choice {
         Choice::AddSeal { source, key } => {
             (cand.consumers.clone(), Some(source), names(d, key), None)
+        }
+        Choice::SealStream { stream: t, key } => {
+            stream = Some(t);
+            (cand.consumers.clone(), None, names(d, key), None)
         }
         Choice::Order { component, order } => {
             // A task's members already ordered so keep their order: the mechanism takes
@@ -354,6 +404,8 @@ fn mechanism(
         choice: cand.choice,
         components,
         source,
+        stream,
+        punctuates: Vec::new(),
         key,
         replaces,
         cost: cand.cost,

@@ -35,7 +35,7 @@ mod derive;
 mod structure;
 
 use super::model::Choice;
-use super::scoring::{Score, local_score};
+use super::scoring::{Score, local_score, punctuates};
 use derive::Stop;
 use structure::{dooms, sccs};
 
@@ -56,6 +56,8 @@ enum Undo {
     Order(u32, Option<Order>),
     Seal(u32, Option<KeySet>),
     StreamSeal(u32, Option<KeySet>),
+    /// The last entry of `sealed_streams` was pushed.
+    SealedStream,
 }
 
 /// A position in the undo log, and the score there.
@@ -74,6 +76,13 @@ pub struct Labeling {
     fail_on: FailOn,
     base_order: Vec<Option<Order>>,
     base_seal: Vec<Option<KeySet>>,
+    base_stream_seal: Vec<Option<KeySet>>,
+    /// Streams a choice has sealed since the checkpoints still open (each once, logged so a
+    /// rollback forgets the trials'): where the score looks for seals whose producer cannot
+    /// punctuate. Kept short so that the score's walk over it stays cheap.
+    sealed_streams: Vec<StreamId>,
+    /// Per stream: whether it is in `sealed_streams`.
+    in_sealed: Vec<bool>,
     iface: Vec<Option<Label>>,
     stream: Vec<Option<Label>>,
     sink: Vec<Option<Label>>,
@@ -139,6 +148,9 @@ impl Labeling {
         let mut me = Labeling {
             base_order: df.components.iter().map(|c| c.order).collect(),
             base_seal: df.sources.iter().map(|s| s.seal).collect(),
+            base_stream_seal: df.streams.iter().map(|s| s.seal).collect(),
+            sealed_streams: Vec::new(),
+            in_sealed: vec![false; df.streams.len()],
             iface: labels.iface,
             stream: labels.stream,
             sink: labels.sink,
@@ -217,9 +229,45 @@ impl Labeling {
         }
     }
 
-    /// `(failing sinks, points of order, unsealed arrivals)`, as [`super::Evaluator::score`].
+    /// `(failing sinks, points of order, unsealed arrivals)`, as [`super::Evaluator::score`];
+    /// a stream seal a choice added whose producer cannot punctuate it counts as a failing
+    /// sink (the labels trust it, so the plan would rest on a promise nobody keeps).
     pub fn score(&self) -> Score {
-        self.score
+        let mut s = self.score;
+        s.0 += self.unpunctuated();
+        s
+    }
+
+    /// How many stream seals choices added cannot be punctuated by their producer under the
+    /// current labels ([`punctuates`]).
+    fn unpunctuated(&self) -> usize {
+        self.unpunctuated_streams().count()
+    }
+
+    /// The stream seals choices added whose producer cannot punctuate them under the current
+    /// labels ([`punctuates`]).
+    pub fn unpunctuated_streams(&self) -> impl Iterator<Item = StreamId> + '_ {
+        self.sealed_streams.iter().copied().filter(|&t| {
+            let seal = self.df.streams[t.index()].seal;
+            seal != self.base_stream_seal[t.index()]
+                && seal.is_some_and(|k| !punctuates(&self.df, &self.iface, t, k))
+        })
+    }
+
+    /// Whether every sink is safe with `choices` applied on top of the current state, trusting
+    /// every stream seal: the relaxation an upper bound is checked with (a stream seal's key
+    /// intersected with another's may be one its producer cannot punctuate, while each alone
+    /// can). Counts one evaluation.
+    pub fn feasible_trusting_seals(&mut self, choices: &[Choice]) -> bool {
+        self.evaluations += 1;
+        let cp = self.checkpoint();
+        for &c in choices {
+            self.set_choice(c);
+        }
+        self.settle();
+        let failing = self.score.0;
+        self.rollback(cp);
+        failing == 0
     }
 
     /// The current position, to [`rollback`](Self::rollback) to.
@@ -243,6 +291,11 @@ impl Labeling {
                 Undo::Order(c, o) => self.df.components[c as usize].order = o,
                 Undo::Seal(s, k) => self.df.sources[s as usize].seal = k,
                 Undo::StreamSeal(s, k) => self.df.streams[s as usize].seal = k,
+                Undo::SealedStream => {
+                    if let Some(t) = self.sealed_streams.pop() {
+                        self.in_sealed[t.index()] = false;
+                    }
+                }
             }
         }
         self.touched.truncate(cp.touched);
@@ -295,7 +348,7 @@ impl Labeling {
             self.set_choice(c);
         }
         self.settle();
-        let s = self.score;
+        let s = self.score();
         self.rollback(cp);
         s
     }
@@ -303,6 +356,13 @@ impl Labeling {
     fn set_choice(&mut self, choice: Choice) {
         match choice {
             Choice::AddSeal { source, key } => self.set_seal(source, Some(key)),
+            Choice::SealStream { stream, key } => {
+                if !std::mem::replace(&mut self.in_sealed[stream.index()], true) {
+                    self.sealed_streams.push(stream);
+                    self.log.push(Undo::SealedStream);
+                }
+                self.set_stream_seal(stream, Some(key));
+            }
             Choice::Order { component, order } => {
                 for i in 0..self.group_len(component) {
                     let m = self.group_member(component, i);
@@ -337,6 +397,9 @@ impl Labeling {
     fn revert_choice(&mut self, choice: Choice) {
         match choice {
             Choice::AddSeal { source, .. } => self.set_seal(source, self.base_seal[source.index()]),
+            Choice::SealStream { stream, .. } => {
+                self.set_stream_seal(stream, self.base_stream_seal[stream.index()])
+            }
             Choice::Order { component, .. } => {
                 for i in 0..self.group_len(component) {
                     let m = self.group_member(component, i);
@@ -361,7 +424,7 @@ impl Labeling {
         let cp = self.checkpoint();
         self.revert_choice(choice);
         let stopped = self.settle_until(Stop::Failure);
-        if stopped || self.doomed || self.score.0 > 0 {
+        if stopped || self.doomed || self.score().0 > 0 {
             self.rollback(cp);
             return false;
         }

@@ -12,6 +12,10 @@
 //!   `Seal(K)`), adding or strengthening an order makes more `O` paths deterministic, and the
 //!   derivation rules are monotone. So adding a mechanism never breaks a sink, feasibility is
 //!   upward closed, and "apply every remaining candidate" is an upper bound used to prune.
+//! - A seal the plan adds to an internal stream is a promise of its producer: it holds only
+//!   when the producer's inputs are sealed within the key. The labels trust it, so the score
+//!   counts each seal that does not hold as a failing sink; the bound trusts them all (a
+//!   relaxation, so still a bound), and the final plan is checked for it.
 //! - Every mechanism has a positive cost, so a cheapest plan is irredundant.
 //!
 //! Cost model and algorithm are described in [`EXPLAIN`] (`blazes explain plan`).
@@ -67,7 +71,8 @@ pub const EXPLANATION_BUDGET: usize = 256;
 /// Which mechanisms the plan may use (`--allow`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Allowed {
-    /// Add a seal to a source that declares the key `sealable` ([`Kind::AddSeal`]).
+    /// Add a seal to a source that declares the key `sealable`, or to an internal stream
+    /// whose producer can punctuate it ([`Kind::AddSeal`]).
     pub seal: bool,
     /// Order a component by keys ([`Kind::KeyedOrder`]).
     pub keyed: bool,
@@ -201,25 +206,31 @@ fn repair(
         // Either even the strongest combination fails a sink, or it passes only by merging
         // choices that exclude each other (two seals of one source, two keyed orders of one
         // component): then the remaining damage is the baseline's.
+        let obstacle = if cands.is_empty() {
+            Obstacle::NoCandidate
+        } else if !bound_ok {
+            Obstacle::Bound
+        } else if !{
+            let labels = ev.analyze(&ub).labels;
+            ev.punctuations_hold(&ub, &labels)
+        } {
+            Obstacle::Punctuation
+        } else {
+            Obstacle::Conflicts
+        };
         let after = if bound_ok {
             ev.analyze(&[])
         } else {
             ev.analyze(&ub)
         };
-        let obstacle = if cands.is_empty() {
-            Obstacle::NoCandidate
-        } else if bound_ok {
-            Obstacle::Conflicts
-        } else {
-            Obstacle::Bound
-        };
         return Outcome::Unrepairable { after, obstacle };
     };
     let choices = search::choices_of(cands, &chosen.indices);
     let after = ev.analyze(&choices);
-    // The planner must not guess: a plan the full analysis rejects is not reported. (The
-    // search checks feasibility with the same propagation, so this is a safety net.)
-    if after.failing() {
+    // The planner must not guess: a plan the full analysis rejects, or one with a stream seal
+    // whose producer cannot punctuate it, is not reported. (The search checks both with the
+    // same propagation, so this is a safety net.)
+    if after.failing() || !ev.punctuations_hold(&choices, &after.labels) {
         return Outcome::Unrepairable {
             after,
             obstacle: Obstacle::Bound,

@@ -13,21 +13,34 @@
 use std::ops::Deref;
 
 use crate::analysis::{self, SealProducer};
-use crate::graph::{CompId, Dataflow, IfaceId, Order, SinkId, SourceId};
+use crate::graph::{CompId, Dataflow, IfaceId, Order, SinkId, SourceId, StreamId};
 use crate::label::{Annotation, KeySet, Tolerance};
 
 /// One change to the dataflow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Choice {
-    AddSeal { source: SourceId, key: KeySet },
-    Order { component: CompId, order: Order },
+    AddSeal {
+        source: SourceId,
+        key: KeySet,
+    },
+    /// `seal:` on an internal stream: its producer punctuates its output per key, which it
+    /// can only when its own inputs are sealed within that key (the plan checks that
+    /// it is).
+    SealStream {
+        stream: StreamId,
+        key: KeySet,
+    },
+    Order {
+        component: CompId,
+        order: Order,
+    },
 }
 
 impl Choice {
     /// The kind of mechanism the choice adds.
     pub fn kind(self) -> Kind {
         match self {
-            Choice::AddSeal { .. } => Kind::AddSeal,
+            Choice::AddSeal { .. } | Choice::SealStream { .. } => Kind::AddSeal,
             Choice::Order {
                 order: Order::Global,
                 ..
@@ -36,11 +49,12 @@ impl Choice {
         }
     }
 
-    /// Two choices on the same source or component cannot both be applied: a source has one
-    /// seal, a component one order.
+    /// Two choices on the same source, stream or component cannot both be applied: a source
+    /// or a stream has one seal, a component one order.
     pub fn conflicts(self, other: Choice) -> bool {
         match (self, other) {
             (Choice::AddSeal { source: a, .. }, Choice::AddSeal { source: b, .. }) => a == b,
+            (Choice::SealStream { stream: a, .. }, Choice::SealStream { stream: b, .. }) => a == b,
             (Choice::Order { component: a, .. }, Choice::Order { component: b, .. }) => a == b,
             _ => false,
         }
@@ -56,7 +70,8 @@ pub enum Kind {
     /// A seal already reaches an order-sensitive path: the consumer buffers each partition
     /// until every producer sealed it. Not a choice: the runtime must provide it.
     SealBarrier,
-    /// `seal:` on a source that declares the key sealable.
+    /// `seal:` on a source that declares the key sealable, or on an internal stream whose
+    /// producer punctuates it.
     AddSeal,
     /// `order: [keys]` on a component.
     KeyedOrder,
@@ -135,6 +150,12 @@ pub struct Mechanism {
     pub components: Vec<CompId>,
     /// The source an add-seal seals.
     pub source: Option<SourceId>,
+    /// The internal stream an add-seal seals (its producer punctuates it); `None` for a seal
+    /// of a source.
+    pub stream: Option<StreamId>,
+    /// The internal streams the plan seals whose producers can punctuate them only with this
+    /// mechanism (a seal upstream that seals their inputs); what they fix is in `fixes` too.
+    pub punctuates: Vec<StreamId>,
     /// Sorted by name; empty for a global order.
     pub key: Vec<String>,
     /// For an order: the keys of the component's existing keyed order, which this one
@@ -250,6 +271,9 @@ pub enum Obstacle {
     Conflicts,
     /// Even with every candidate applied the sink receives worse than it tolerates.
     Bound,
+    /// Only seals of internal streams would repair it, and their producers' inputs cannot be
+    /// sealed within those keys, so the producers could not punctuate them.
+    Punctuation,
 }
 
 /// Why a sink cannot be repaired: the facts; the formats word them.
@@ -370,6 +394,22 @@ impl<'a> Named<'a> {
     /// A source's name.
     pub fn source(&self, s: SourceId) -> &'a str {
         &self.dataflow.sources[s.index()].name
+    }
+
+    /// A stream as the spec writes it: `Producer.output -> Consumer.input`.
+    pub fn stream(&self, s: StreamId) -> String {
+        let st = &self.dataflow.streams[s.index()];
+        format!("{} -> {}", st.from_text, st.to_text)
+    }
+
+    /// The component that punctuates a sealed internal stream (its producer).
+    pub fn stream_producer(&self, s: StreamId) -> Option<&'a str> {
+        match self.dataflow.streams[s.index()].from {
+            crate::graph::Producer::Output(o) => {
+                Some(self.component(self.dataflow.iface(o).component))
+            }
+            crate::graph::Producer::Source(_) => None,
+        }
     }
 
     /// A sink's name (`Component.output` for an implicit one).

@@ -5,8 +5,8 @@
 //! Must not know: candidates, costs or the search.
 
 use crate::analysis;
-use crate::graph::{CompId, Dataflow, IfaceId};
-use crate::label::{Annotation, Gate, Label};
+use crate::graph::{CompId, Dataflow, IfaceId, Producer, StreamId};
+use crate::label::{Annotation, Gate, KeySet, Label};
 
 /// `(failing sinks, points of order, unsealed arrivals)`: the score the greedy search lowers.
 /// Unsealed arrivals are the streams into the inputs a point of order depends on (an `OW`
@@ -65,4 +65,23 @@ pub fn local_score(
 /// can beat a dearer order that fixes one point outright.
 pub fn weight(s: Score) -> u64 {
     s.0 as u64 * 1_000_000_000 + s.1 as u64 + s.2 as u64
+}
+
+/// Whether the producer of internal stream `stream` can punctuate it per `key`: every input of
+/// its paths to that output is unreached or sealed on a key within `key`, so it knows when
+/// each of its output's partitions is complete. The analysis trusts a stream's `seal:` as
+/// declared; a seal the plan adds to a stream holds only when this does.
+pub fn punctuates(df: &Dataflow, iface: &[Option<Label>], stream: StreamId, key: KeySet) -> bool {
+    let Producer::Output(o) = df.streams[stream.index()].from else {
+        return false;
+    };
+    let c = df.component(df.iface(o).component);
+    c.paths
+        .iter()
+        .filter(|p| p.output == o)
+        .all(|p| match iface[p.input.index()] {
+            None => true,
+            Some(Label::Seal(s)) => df.keys.is_subset(s, key),
+            Some(_) => false,
+        })
 }

@@ -100,21 +100,38 @@ pub(super) fn comp_id(c: CompId) -> String {
 
 /// Labelled edge attributes for a stream carrying `l`.
 pub(super) fn stream_attrs(l: Option<Label>, df: &Dataflow, tooltip: &str) -> Vec<Attribute> {
+    stream_attrs_with(l, df, tooltip, None)
+}
+
+/// [`stream_attrs`] for a stream the plan seals (`added`: its key), drawn in the plan's
+/// colour with the seal under its label.
+pub(super) fn stream_attrs_with(
+    l: Option<Label>,
+    df: &Dataflow,
+    tooltip: &str,
+    added: Option<&[String]>,
+) -> Vec<Attribute> {
     let (color, width) = style_of(l);
+    let mut label = format!(
+        r#"<FONT COLOR="{color}">{}</FONT>"#,
+        html(&label_text(l, df))
+    );
+    if let Some(k) = added {
+        label.push_str(&format!(
+            r#"<BR/><FONT COLOR="{PLAN}"><B>+</B> seal: {}</FONT>"#,
+            html(&k.join(", "))
+        ));
+    }
     let mut a = vec![
-        html_attr(
-            "label",
-            &format!(
-                r#"<FONT COLOR="{color}">{}</FONT>"#,
-                html(&label_text(l, df))
-            ),
-        ),
-        attr("color", color),
+        html_attr("label", &label),
+        attr("color", if added.is_some() { PLAN } else { color }),
         attr("penwidth", width),
         attr("tooltip", tooltip),
     ];
     if l.is_none() {
         a.push(attr("style", "dashed"));
+    } else if added.is_some() {
+        a.push(attr("style", "dashed,bold"));
     }
     a
 }

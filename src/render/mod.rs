@@ -29,7 +29,7 @@ use graphviz_rust::dot_structures::{Graph, GraphAttributes, Id, Stmt, Subgraph};
 use graphviz_rust::printer::{DotPrinter, PrinterContext};
 
 use crate::analysis::{Analysis, FailOn, PointOfOrder};
-use crate::graph::{CompId, Consumer, Dataflow, IfaceId, Producer, SourceId};
+use crate::graph::{CompId, Consumer, Dataflow, IfaceId, Producer, SourceId, StreamId};
 use crate::label::Label;
 use crate::vocabulary;
 use dot::*;
@@ -49,6 +49,8 @@ pub enum Drawn {
     },
     /// A source must punctuate `key`: drawn on the source.
     AddSeal { source: SourceId, key: Vec<String> },
+    /// A component must punctuate its output stream per `key`: drawn on the stream.
+    SealStream { stream: StreamId, key: Vec<String> },
     /// The component's inputs are ordered, per key (`Some`) or globally (`None`): drawn as an
     /// ordering node in front of the component.
     Order {
@@ -71,12 +73,16 @@ pub fn mechanisms(plan: &crate::plan::Plan) -> Vec<Drawn> {
         .flat_map(|m| {
             // An order is drawn at every component it takes effect at (a task's members).
             let at: &[CompId] = match m.choice {
-                Choice::AddSeal { .. } => &[],
+                Choice::AddSeal { .. } | Choice::SealStream { .. } => &[],
                 Choice::Order { .. } => &m.components,
             };
             let seal = match m.choice {
                 Choice::AddSeal { source, .. } => Some(Drawn::AddSeal {
                     source,
+                    key: m.key.clone(),
+                }),
+                Choice::SealStream { stream, .. } => Some(Drawn::SealStream {
+                    stream,
                     key: m.key.clone(),
                 }),
                 Choice::Order { .. } => None,
@@ -265,7 +271,7 @@ fn build(df: &Dataflow, an: &Analysis, drawn: &[Drawn], caption: Option<&str>) -
         d.stmts.push(legend());
     }
     let entries = d.inputs(&placed);
-    d.streams(&entries);
+    d.streams(&entries, &placed.stream_seals);
     d.implicit_sinks();
     print(df, d.stmts)
 }
@@ -310,6 +316,7 @@ struct Placement {
     /// Per component: its order, keyed (`Some`) or global (`None`).
     orders: BTreeMap<CompId, Option<Vec<String>>>,
     add_seals: BTreeMap<SourceId, Vec<String>>,
+    stream_seals: BTreeMap<StreamId, Vec<String>>,
 }
 
 impl Placement {
@@ -318,6 +325,7 @@ impl Placement {
             barrier_keys: BTreeMap::new(),
             orders: BTreeMap::new(),
             add_seals: BTreeMap::new(),
+            stream_seals: BTreeMap::new(),
         };
         for d in drawn {
             match d {
@@ -344,6 +352,9 @@ impl Placement {
                 }
                 Drawn::AddSeal { source, key } => {
                     p.add_seals.insert(*source, key.clone());
+                }
+                Drawn::SealStream { stream, key } => {
+                    p.stream_seals.insert(*stream, key.clone());
                 }
             }
         }
@@ -545,7 +556,7 @@ impl Drawing<'_> {
     }
 
     /// An edge per stream, into the entry of its input (`entries`, from [`Drawing::inputs`]).
-    fn streams(&mut self, entries: &[Option<Entry>]) {
+    fn streams(&mut self, entries: &[Option<Entry>], sealed: &BTreeMap<StreamId, Vec<String>>) {
         let df = self.df;
         for (si, s) in df.streams.iter().enumerate() {
             let from = match s.from {
@@ -562,11 +573,17 @@ impl Drawing<'_> {
                     ),
                 },
             };
-            let mut a = stream_attrs(
-                self.an.labels.stream[si],
-                df,
-                &format!("{} → {}", s.from_text, s.to_text),
-            );
+            let added = sealed.get(&StreamId(si as u32)).map(Vec::as_slice);
+            let tooltip = match added {
+                Some(k) => format!(
+                    "{} → {}, punctuated by its producer: seal on {} added by the plan",
+                    s.from_text,
+                    s.to_text,
+                    k.join(", ")
+                ),
+                None => format!("{} → {}", s.from_text, s.to_text),
+            };
+            let mut a = stream_attrs_with(self.an.labels.stream[si], df, &tooltip, added);
             if let Producer::Output(o) = s.from {
                 a.push(attr("taillabel", &df.iface(o).name));
             }

@@ -59,11 +59,19 @@ pub fn render(path: &str, plan: Named) -> String {
     s.push_str(&format!("{path}: plan for `{}`: {head}\n", plan.name));
     for m in &plan.mechanisms {
         let what = match m.kind {
-            Kind::AddSeal => format!(
-                "add `seal: [{}]` to source `{}`",
-                list(&m.key),
-                m.source.map_or("?", |s| plan.source(s))
-            ),
+            Kind::AddSeal => match m.stream {
+                Some(t) => format!(
+                    "add `seal: [{}]` to the stream {} ({} punctuates it)",
+                    list(&m.key),
+                    plan.stream(t),
+                    plan.stream_producer(t).unwrap_or("its producer")
+                ),
+                None => format!(
+                    "add `seal: [{}]` to source `{}`",
+                    list(&m.key),
+                    m.source.map_or("?", |s| plan.source(s))
+                ),
+            },
             Kind::KeyedOrder | Kind::GlobalOrder => {
                 let order = match m.kind {
                     Kind::KeyedOrder => format!("`order: [{}]`", list(&m.key)),
@@ -90,8 +98,19 @@ pub fn render(path: &str, plan: Named) -> String {
                 plural(crate::plan::EXPLANATION_BUDGET, "component", "components")
             ));
         }
+        let lets: String = m
+            .punctuates
+            .iter()
+            .map(|&t| {
+                format!(
+                    "lets {} punctuate {}; ",
+                    plan.stream_producer(t).unwrap_or("its producer"),
+                    plan.stream(t)
+                )
+            })
+            .collect();
         s.push_str(&format!(
-            "  {:<13} {what} (cost {}): fixes {}; repairs {}; runtime: {}\n",
+            "  {:<13} {what} (cost {}): {lets}fixes {}; repairs {}; runtime: {}\n",
             m.kind.as_str(),
             m.cost,
             if fixes.is_empty() {

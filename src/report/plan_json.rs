@@ -146,6 +146,11 @@ pub fn file_value(f: &PlannedFile) -> Value {
                 "components": components,
                 "task": plan.task(m),
                 "source": m.source.map(|s| plan.source(s)),
+                "stream": m.stream.map(|t| {
+                    let st = &plan.dataflow.streams[t.index()];
+                    json!({ "from": st.from_text, "to": st.to_text, "producer": plan.stream_producer(t) })
+                }),
+                "punctuates": m.punctuates.iter().map(|&t| plan.stream(t)).collect::<Vec<_>>(),
                 "key": m.key,
                 "replaces": m.replaces.as_ref().map(|k| json!({ "order": k })),
                 "cost": m.cost,
@@ -165,6 +170,8 @@ pub fn file_value(f: &PlannedFile) -> Value {
             "task": Value::Null,
             "input": plan.iface(b.input),
             "source": Value::Null,
+            "stream": Value::Null,
+            "punctuates": [],
             "key": b.key,
             "replaces": Value::Null,
             "producers": plan.producer_names(&b.producers),

@@ -6,7 +6,7 @@
 //! topology (its dataflow's `engine`) says each mechanism in the engine's terms as well
 //! ([`engine_terms`]).
 
-use crate::graph::{CompId, Order, SourceId};
+use crate::graph::{CompId, Order, SourceId, StreamId};
 use crate::import::Engine;
 use crate::plan::{Barrier, Choice, Mechanism, Named, Obstacle, Reason};
 
@@ -125,6 +125,7 @@ pub fn runtime(plan: &Named, m: &Mechanism) -> String {
 fn spec_terms(plan: &Named, m: &Mechanism) -> String {
     match m.choice {
         Choice::AddSeal { source, .. } => add_seal(plan, source, &m.key, &m.components),
+        Choice::SealStream { stream, .. } => seal_stream(plan, stream, &m.key, &m.components),
         Choice::Order {
             order: Order::Keys(_),
             ..
@@ -154,11 +155,7 @@ fn whose_inputs(plan: &Named, m: &Mechanism) -> String {
 /// An added seal: `source` punctuates every partition of `key` (or, with the empty key, marks
 /// the end of its stream) and `consumers` buffer until it does.
 pub fn add_seal(plan: &Named, source: SourceId, key: &[String], consumers: &[CompId]) -> String {
-    let consumers_buffer = format!(
-        "{} buffer{}",
-        plan.component_names(consumers).join(", "),
-        if consumers.len() == 1 { "s" } else { "" }
-    );
+    let consumers_buffer = buffer(plan, consumers);
     if key.is_empty() {
         format!(
             "source `{}` marks the end of its stream; {consumers_buffer} the whole stream until it has ended (a seal barrier)",
@@ -169,6 +166,33 @@ pub fn add_seal(plan: &Named, source: SourceId, key: &[String], consumers: &[Com
             "source `{}` punctuates every `{}` partition; {consumers_buffer} each partition until it is sealed (a seal barrier)",
             plan.source(source),
             key.join(", ")
+        )
+    }
+}
+
+/// "C buffers" / "C, D buffer".
+fn buffer(plan: &Named, consumers: &[CompId]) -> String {
+    format!(
+        "{} buffer{}",
+        plan.component_names(consumers).join(", "),
+        if consumers.len() == 1 { "s" } else { "" }
+    )
+}
+
+/// A seal the plan adds to an internal stream: its producer punctuates it, which it can
+/// because its own inputs are sealed within the key (the plan checked that).
+pub fn seal_stream(plan: &Named, stream: StreamId, key: &[String], consumers: &[CompId]) -> String {
+    let producer = plan.stream_producer(stream).unwrap_or("its producer");
+    let consumers_buffer = buffer(plan, consumers);
+    let stream = plan.stream(stream);
+    if key.is_empty() {
+        format!(
+            "{producer} marks the end of its stream {stream} once its inputs have ended; {consumers_buffer} the whole stream until it has ended (a seal barrier)"
+        )
+    } else {
+        format!(
+            "{producer} punctuates every `{k}` partition of its stream {stream} once its inputs have sealed it (they are sealed on `{k}`, so it knows when each is complete); {consumers_buffer} each partition until it is sealed (a seal barrier)",
+            k = key.join(", ")
         )
     }
 }
@@ -257,6 +281,31 @@ pub fn engine_terms(plan: &Named, m: &Mechanism, engine: Engine) -> String {
                 ),
             }
         }
+        Choice::SealStream { stream, .. } => {
+            let producer = plan.stream_producer(stream).unwrap_or("the producer");
+            let at = plan.component_names(&m.components).join(", ");
+            let k = m.key.join(", ");
+            match (engine, closes_windows(&m.key)) {
+                (Engine::KafkaStreams, true) => format!(
+                    "{producer} emits each window once, closed (`suppress(Suppressed.untilWindowCloses(...))` after its windowed aggregation), so {at} receives final results only"
+                ),
+                (Engine::KafkaStreams, false) => format!(
+                    "{producer} forwards an end marker per `{k}` to its output topic (in every partition) once its input's marker for that key has arrived, and {at} emits a key's result only after its marker"
+                ),
+                (Engine::Flink, true) => format!(
+                    "{producer} uses event-time windows that fire once the watermark passes their end, and forwards the watermark, so {at}'s event-time windows close after it"
+                ),
+                (Engine::Flink, false) => format!(
+                    "{producer} emits an end record per `{k}` once its input's end record for that key has arrived (a `KeyedProcessFunction`), and {at} waits for it before it emits"
+                ),
+                (Engine::StormFlux, true) => format!(
+                    "{producer} is a windowed bolt over event time that emits a window once it closes, and {at} is windowed over the same event time"
+                ),
+                (Engine::StormFlux, false) => format!(
+                    "{producer} emits a batch-end tuple per `{k}` once its input batch is complete, and {at} commits a batch only once it is complete"
+                ),
+            }
+        }
         Choice::Order {
             component,
             order: Order::Keys(_),
@@ -322,6 +371,9 @@ pub fn reason(plan: &Named, r: &Reason) -> String {
             "with every candidate mechanism applied, `{sink}` still receives {}, worse than it tolerates ({})",
             r.label,
             r.tolerate.as_str()
+        ),
+        Obstacle::Punctuation => format!(
+            "only seals of internal streams would repair `{sink}`, and their producers cannot punctuate them: a producer knows a partition of its output is complete only when its own inputs are sealed within that key, and no allowed seal upstream makes them so"
         ),
     };
     if !r.disallowed.is_empty() {

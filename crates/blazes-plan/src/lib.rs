@@ -253,6 +253,9 @@ pub struct Mechanism {
     /// An added seal's source.
     #[serde(default)]
     pub source: Option<String>,
+    /// An added seal's internal stream, whose producer punctuates it (instead of a source).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<StreamRef>,
     /// The key of an order or a seal (empty for a global order).
     #[serde(default)]
     pub key: Vec<String>,
@@ -265,6 +268,18 @@ pub struct Mechanism {
     pub task: Option<String>,
 }
 
+/// An internal stream, as the spec writes its endpoints.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamRef {
+    /// `Component.output`.
+    pub from: String,
+    /// `Component.input`.
+    pub to: String,
+    /// The component that writes it, and punctuates it when the plan seals it.
+    #[serde(default)]
+    pub producer: Option<String>,
+}
+
 impl Mechanism {
     /// A mechanism of `kind` with every other field empty.
     pub fn new(kind: MechanismKind) -> Mechanism {
@@ -273,6 +288,7 @@ impl Mechanism {
             component: None,
             input: None,
             source: None,
+            stream: None,
             key: Vec::new(),
             producers: Vec::new(),
             task: None,
@@ -294,6 +310,19 @@ impl Mechanism {
     /// At the source `source` (an added seal's).
     pub fn at_source(mut self, source: impl Into<String>) -> Mechanism {
         self.source = Some(source.into());
+        self
+    }
+
+    /// On the internal stream `from -> to`, which the component of `from` punctuates (an
+    /// added seal's).
+    pub fn at_stream(mut self, from: impl Into<String>, to: impl Into<String>) -> Mechanism {
+        let from = from.into();
+        let producer = from.split_once('.').map(|(c, _)| c.to_string());
+        self.stream = Some(StreamRef {
+            from,
+            to: to.into(),
+            producer,
+        });
         self
     }
 

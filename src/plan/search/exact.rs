@@ -46,7 +46,7 @@ impl Bb<'_> {
         }
         let all = choices_of(self.cands, &Self::indices(mask));
         let ub = upper_bound(self.lab.keys_mut(), &all);
-        self.lab.feasible(&ub)
+        self.lab.feasible_trusting_seals(&ub)
     }
 
     fn go(&mut self, idx: usize, chosen: u64, cost: u32, excluded: u64) {

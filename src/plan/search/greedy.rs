@@ -65,13 +65,17 @@ fn stronger(df: &Dataflow, a: Choice, b: Choice) -> bool {
         (Choice::AddSeal { key: k, .. }, Choice::AddSeal { key: l, .. }) => {
             k != l && df.keys.is_subset(k, l)
         }
+        // Not for a stream's seals: a seal by more keys may be one its producer can punctuate
+        // where the stronger one is not, so the weaker one can gain.
         _ => false,
     }
 }
 
-/// Which chosen candidate sits on each source and component: a new choice there replaces it.
+/// Which chosen candidate sits on each source, stream and component: a new choice there
+/// replaces it.
 struct Slots {
     source: Vec<Option<usize>>,
+    stream: Vec<Option<usize>>,
     component: Vec<Option<usize>>,
 }
 
@@ -79,6 +83,7 @@ impl Slots {
     fn new(df: &Dataflow) -> Self {
         Slots {
             source: vec![None; df.sources.len()],
+            stream: vec![None; df.streams.len()],
             component: vec![None; df.components.len()],
         }
     }
@@ -86,6 +91,7 @@ impl Slots {
     fn get(&self, choice: Choice) -> Option<usize> {
         match choice {
             Choice::AddSeal { source, .. } => self.source[source.index()],
+            Choice::SealStream { stream, .. } => self.stream[stream.index()],
             Choice::Order { component, .. } => self.component[component.index()],
         }
     }
@@ -93,6 +99,7 @@ impl Slots {
     fn slot(&mut self, choice: Choice) -> &mut Option<usize> {
         match choice {
             Choice::AddSeal { source, .. } => &mut self.source[source.index()],
+            Choice::SealStream { stream, .. } => &mut self.stream[stream.index()],
             Choice::Order { component, .. } => &mut self.component[component.index()],
         }
     }

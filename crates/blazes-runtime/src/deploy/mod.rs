@@ -12,6 +12,7 @@
 //! | `global-order` on `C` | stream `<spec>-<C>-seq` (`.in.*`, one subject per producer); output stream `<spec>-<C>-out` (`.>`); checkpoint bucket `<spec>-<C>-replicas` |
 //! | `seal-barrier` on `C`'s input `I` | stream `<spec>-<C>-<I>-seal`: subjects `.rec.*.*`, `.seal.*.*`, `.set.*`, `.rel.*` |
 //! | `add-seal` on a source | none of its own: its source seals into the barriers the plan lists |
+//! | `add-seal` on a stream | none of its own: the stream's producer seals its output into its consumers' barriers |
 //!
 //! The mechanisms themselves read through ordered (ephemeral) consumers that each reader
 //! creates for itself. The component host (`blazes_runtime::nats::host`) adds, per component of the
@@ -482,16 +483,31 @@ pub fn derive(file: &PlanFile, replicas: usize) -> Result<Deployment, DeployErro
                     note: None,
                 }
             }
-            MechanismKind::AddSeal => {
-                let source = m.source.as_deref().ok_or_else(|| missing("source"))?;
-                MechanismObjects {
-                    mechanism: format!("add-seal on source {source} by {keys}"),
-                    objects: Vec::new(),
-                    note: Some(format!(
-                        "no object of its own: {source} seals each partition into the barriers of its consumers"
-                    )),
+            MechanismKind::AddSeal => match (&m.source, &m.stream) {
+                (None, Some(stream)) => {
+                    let producer = stream.producer.as_deref().unwrap_or("its producer");
+                    MechanismObjects {
+                        mechanism: format!(
+                            "add-seal on stream {} -> {} by {keys}",
+                            stream.from, stream.to
+                        ),
+                        objects: Vec::new(),
+                        note: Some(format!(
+                            "no object of its own: {producer} seals each partition of its output into the barriers of its consumers, once its own inputs have sealed it"
+                        )),
+                    }
                 }
-            }
+                _ => {
+                    let source = m.source.as_deref().ok_or_else(|| missing("source"))?;
+                    MechanismObjects {
+                        mechanism: format!("add-seal on source {source} by {keys}"),
+                        objects: Vec::new(),
+                        note: Some(format!(
+                            "no object of its own: {source} seals each partition into the barriers of its consumers"
+                        )),
+                    }
+                }
+            },
             // A kind the plan document's types gained that this runtime has no objects for.
             other => {
                 return Err(DeployError::UnknownKind {
