@@ -259,6 +259,17 @@ fn insert_entry(text: &str, body: usize, entry: &str, what: &str) -> Result<Spli
             text: format!(" {entry}{sep}"),
         });
     }
+    let indent = key_indent(text, body, entry, what)?;
+    Ok(Splice {
+        offset: body,
+        len: 0,
+        text: format!("{entry}\n{indent}"),
+    })
+}
+
+/// The indentation of a block mapping's first key at `body` (a `- ` of a sequence item
+/// counts as indentation), or an error when something else precedes it on its line.
+fn key_indent(text: &str, body: usize, entry: &str, what: &str) -> Result<String, String> {
     let line_start = text[..body].rfind('\n').map_or(0, |i| i + 1);
     let prefix = &text[line_start..body];
     if !prefix.chars().all(|c| c == ' ' || c == '-') {
@@ -266,12 +277,7 @@ fn insert_entry(text: &str, body: usize, entry: &str, what: &str) -> Result<Spli
             "cannot find where the mapping of {what} starts; add the entry `{entry}` by hand"
         ));
     }
-    let indent = " ".repeat(prefix.chars().count());
-    Ok(Splice {
-        offset: body,
-        len: 0,
-        text: format!("{entry}\n{indent}"),
-    })
+    Ok(" ".repeat(prefix.chars().count()))
 }
 
 /// Adds `entry` to a stream written as a block mapping, on a line of its own after its last
@@ -284,14 +290,7 @@ fn entry_after(
     what: &str,
 ) -> Result<Splice, String> {
     let body = decl.span.offset;
-    let line_start = text[..body].rfind('\n').map_or(0, |i| i + 1);
-    let prefix = &text[line_start..body];
-    if !prefix.chars().all(|c| c == ' ' || c == '-') {
-        return Err(format!(
-            "cannot find where the mapping of {what} starts; add the entry `{entry}` by hand"
-        ));
-    }
-    let indent = " ".repeat(prefix.chars().count());
+    let indent = key_indent(text, body, entry, what)?;
     let last = decl.from.span.end().max(decl.to.span.end());
     Ok(match text[last..].find('\n') {
         Some(i) => Splice {

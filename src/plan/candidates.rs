@@ -26,6 +26,15 @@ impl Candidate {
     pub fn kind(&self) -> Kind {
         self.choice.kind()
     }
+
+    /// `choice` at the cost model's price; `consumers` as for the field (empty for an order).
+    fn priced(df: &Dataflow, keys: &Keys, choice: Choice, consumers: Vec<CompId>) -> Self {
+        Candidate {
+            choice,
+            cost: cost(df, keys, choice, consumers.len()),
+            consumers,
+        }
+    }
 }
 
 /// Inputs reached from `start` (a source's streams, or one internal stream) through streams
@@ -160,12 +169,12 @@ fn stream_seals(
             if consumers.is_empty() {
                 continue;
             }
-            let choice = Choice::SealStream { stream: t, key };
-            out.push(Candidate {
-                choice,
-                cost: cost(df, keys, choice, consumers.len()),
+            out.push(Candidate::priced(
+                df,
+                keys,
+                Choice::SealStream { stream: t, key },
                 consumers,
-            });
+            ));
         }
     }
     out
@@ -335,12 +344,12 @@ fn candidates_with(
                 if consumers.is_empty() {
                     continue;
                 }
-                let choice = Choice::AddSeal { source: sid, key };
-                out.push(Candidate {
-                    choice,
-                    cost: cost(df, keys, choice, consumers.len()),
+                out.push(Candidate::priced(
+                    df,
+                    keys,
+                    Choice::AddSeal { source: sid, key },
                     consumers,
-                });
+                ));
             }
         }
         out.extend(streams);
@@ -398,11 +407,7 @@ fn candidates_with(
                     component: cid,
                     order: Order::Keys(k),
                 };
-                out.push(Candidate {
-                    choice,
-                    cost: cost(df, keys, choice, 0),
-                    consumers: Vec::new(),
-                });
+                out.push(Candidate::priced(df, keys, choice, Vec::new()));
             }
         }
         if allowed.global
@@ -414,11 +419,7 @@ fn candidates_with(
                 component: cid,
                 order: Order::Global,
             };
-            out.push(Candidate {
-                choice,
-                cost: cost(df, keys, choice, 0),
-                consumers: Vec::new(),
-            });
+            out.push(Candidate::priced(df, keys, choice, Vec::new()));
         }
     }
     out.sort_by_key(|c| (c.cost, c.kind()));

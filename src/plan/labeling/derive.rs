@@ -47,6 +47,13 @@ impl Labeling {
             Producer::Output(o) => self.iface[o.index()],
         };
         self.set_stream(si, produced);
+        // The stream's label may not change (a seal replaces only `Async`, and a cycle can
+        // hold a `Run` on it by itself) while the least fixpoint does: the seal would turn
+        // the cycle's `Async` into `Seal` from unreached. Re-derive the consumer regardless,
+        // so that a cycle it is in is solved again.
+        if let Consumer::Input(i) = self.df.streams[si].to {
+            self.mark(self.df.ifaces[i.index()].component);
+        }
     }
 
     pub(super) fn set_order(&mut self, component: CompId, order: Option<Order>) {
