@@ -636,3 +636,26 @@ fn thousands_of_random_specs() {
         println!("  missed, {kind}: {n}");
     }
 }
+
+/// A white box's clock (here `UUID()`) is nondeterminism an order of the component does
+/// not remove: with `order: global`, the simulator still sees the counts differ, as the
+/// analysis labels them. Control: the same component with the clock declared by hand as an
+/// ordinary input named `clock` (`paths:`, not derived), which the order does sequence.
+#[test]
+fn an_ordered_white_box_on_processing_time_is_observed_run() {
+    let derived = "sources:\n  bid: {}\ncomponents:\n  C:\n    order: global\n    sql: |\n      INSERT INTO o SELECT auction, UUID() AS id FROM bid\nstreams:\n  - { from: bid, to: C.bid }\n  - { from: C.o, to: out }\nsinks:\n  out: {}\n";
+    let (sim, _) = simulate_text("derived.yaml", derived, &options(500, 1)).expect("valid");
+    let out = sim.sinks.iter().find(|s| s.name == "out").unwrap();
+    assert_eq!(out.label, Some(Label::Run));
+    assert_eq!(out.observed, Observed::Run, "{:?}", out.observed);
+    assert!(out.witness.is_some());
+    let declared = "sources:\n  bid: {}\n  ticks: {}\ncomponents:\n  C:\n    order: global\n    paths:\n      - { from: bid, to: o, label: CR }\n      - { from: clock, to: o, label: OW, gate: \"*\" }\nstreams:\n  - { from: bid, to: C.bid }\n  - { from: ticks, to: C.clock }\n  - { from: C.o, to: out }\nsinks:\n  out: {}\n";
+    let (sim, _) = simulate_text("declared.yaml", declared, &options(500, 1)).expect("valid");
+    let out = sim.sinks.iter().find(|s| s.name == "out").unwrap();
+    assert_ne!(
+        out.observed,
+        Observed::Run,
+        "an ordered ordinary input is sequenced"
+    );
+    assert!(out.witness.is_none());
+}

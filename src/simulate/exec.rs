@@ -349,7 +349,8 @@ impl Exec<'_> {
             To::Input(i) => i,
         };
         let c = self.m.iface_comp[input.index()].index();
-        let ordered = self.m.comps[c].ordered;
+        // A clock is read whenever the component runs: no order queues it.
+        let ordered = self.m.comps[c].ordered && !self.m.clock[input.index()];
         match msg.body {
             Body::Rec(r) => {
                 let inst = &mut self.inst[c][msg.to];

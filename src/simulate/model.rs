@@ -110,6 +110,10 @@ pub struct Model {
     /// Per interface: whether a record delivered to this input (of an unordered component)
     /// commutes with every other delivery (see [`Model::commutes`]).
     pub commuting: Vec<bool>,
+    /// Per interface: whether it is a white box's clock (processing time, nondeterministic
+    /// functions). An order of the component does not queue it: the wall clock is read when
+    /// the component runs, not in the order's sequence, so its deliveries stay choices.
+    pub clock: Vec<bool>,
     /// Most deliveries one execution may make (see [`DELIVERY_BUDGET`]).
     pub delivery_budget: usize,
     /// Whether some component is ordered (else no ordered step is ever due).
@@ -155,6 +159,14 @@ impl Model {
                 !knobs.no_reduction && input_commutes(comp, IfaceId(i as u32), knobs)
             })
             .collect();
+        let mut clock = vec![false; n_if];
+        for c in &df.components {
+            for p in &c.paths {
+                if p.note.is_some() && df.iface(p.input).name == crate::whitebox::CLOCK {
+                    clock[p.input.index()] = true;
+                }
+            }
+        }
         let Wires {
             edges,
             into,
@@ -166,6 +178,7 @@ impl Model {
             any_ordered: comps.iter().any(|c| c.ordered),
             max_depth: depth_bound(&comps, &edges, n_if),
             commuting,
+            clock,
             upstream,
             attrs: cx.attrs.names,
             comps,
@@ -187,7 +200,7 @@ impl Model {
     /// it in any execution from here, so that delivering it first loses no outcome (partial
     /// order reduction). It does when it changes only state that every order of deliveries
     /// ends with alike: a sink's set; an ordered component's queue (a set, taken in canonical
-    /// order); a seal into an unordered component (it only releases what a closed partition
+    /// order; never its clock, which is not queued); a seal into an unordered component (it only releases what a closed partition
     /// holds, whose contents are final); a record into an input whose paths are all
     /// confluent or buffered (see `input_commutes`).
     pub fn commutes(&self, msg: &Msg) -> bool {
@@ -199,7 +212,9 @@ impl Model {
             To::Input(i) => i,
         };
         let comp = &self.comps[self.iface_comp[input.index()].index()];
-        comp.ordered || matches!(msg.body, Body::Seal(_)) || self.commuting[input.index()]
+        (comp.ordered && !self.clock[input.index()])
+            || matches!(msg.body, Body::Seal(_))
+            || self.commuting[input.index()]
     }
 
     /// How many instances the producer of an edge has.
