@@ -756,3 +756,89 @@ mod tests {
         assert_eq!(LabelChoice::Other.annotation(), None);
     }
 }
+
+/// The language of a white box, for [`whitebox`].
+#[derive(Clone, Copy, Debug)]
+pub enum Program {
+    Sql,
+    Bloom,
+}
+
+/// Bytes as the program of a white-box component (the fuzz targets `whitebox_sql` and
+/// `whitebox_bloom`): derived alone, whose every span must lie in the spec's text, then through
+/// [`pipeline`] in a spec with a source per derived input and a sink per output, so that the
+/// derived paths go through the analysis, the plan and every format. Returns the exit status.
+pub fn whitebox(language: Program, bytes: &[u8], options: &Options) -> i32 {
+    use crate::diagnostic::LineIndex;
+    use crate::whitebox::{self, TextMap};
+    let program = String::from_utf8_lossy(bytes);
+    let field = match language {
+        Program::Sql => "sql",
+        Program::Bloom => "bloom",
+    };
+    // A literal block, as users write programs; the reader rejects what YAML cannot hold.
+    let mut block = format!("components:\n  C:\n    {field}: |\n");
+    let from = block.len();
+    for line in program.lines() {
+        block.push_str("      ");
+        block.push_str(line);
+        block.push('\n');
+    }
+    let text = block.clone();
+    let map = TextMap::new(&program, &text, from, &LineIndex::new(&text));
+    let d = match language {
+        Program::Sql => whitebox::sql::derive(&program, &map, &text, "C"),
+        Program::Bloom => whitebox::bloom::derive(&program, &map, &text, "C"),
+    };
+    let spans = d
+        .diagnostics
+        .iter()
+        .flat_map(|d| d.primary.iter().chain(&d.related).map(|n| n.span))
+        .chain(d.paths.iter().map(|p| p.span));
+    for s in spans {
+        assert!(
+            s.end() <= text.len()
+                && text.is_char_boundary(s.offset)
+                && text.is_char_boundary(s.end()),
+            "a white box's span {s:?} lies outside the text (len {})",
+            text.len()
+        );
+    }
+    assert!(
+        !d.failed || d.diagnostics.iter().any(|d| d.severity == Severity::Error),
+        "a program that was not read has no error"
+    );
+    let quote = |s: &str| serde_json::to_string(s).expect("a string is JSON");
+    let inputs: std::collections::BTreeSet<&str> = d
+        .paths
+        .iter()
+        .map(|p| p.from.as_str())
+        .filter(|f| *f != whitebox::CLOCK)
+        .collect();
+    let outputs: std::collections::BTreeSet<&str> = d.paths.iter().map(|p| p.to.as_str()).collect();
+    let mut spec = String::from("sources:\n");
+    for i in &inputs {
+        spec.push_str(&format!("  {}: {{ watermark: dateTime }}\n", quote(i)));
+    }
+    spec.push_str(&text);
+    spec.push_str("streams:\n");
+    for i in &inputs {
+        spec.push_str(&format!(
+            "  - {{ from: {}, to: {} }}\n",
+            quote(i),
+            quote(&format!("C.{i}"))
+        ));
+    }
+    for o in &outputs {
+        spec.push_str(&format!(
+            "  - {{ from: {}, to: {} }}\n",
+            quote(&format!("C.{o}")),
+            quote(&format!("out_{o}"))
+        ));
+    }
+    spec.push_str("sinks:\n");
+    for o in &outputs {
+        spec.push_str(&format!("  {}: {{}}\n", quote(&format!("out_{o}"))));
+    }
+    pipeline(spec.as_bytes(), options)
+}

@@ -222,15 +222,17 @@ FOR, computed columns and PRIMARY KEY NOT ENFORCED, CREATE VIEW, INSERT INTO ...
 bare SELECT whose output is `out`) instead of `paths:`. Its inputs are the tables it reads \
 that are not views; its outputs the INSERT INTO targets. Each input->output path gets the \
 most order-sensitive operator on the way, gated on the input attributes that operator \
-partitions by (traced through views, subqueries and aliases; `*` when not traceable):\n\
+partitions by (traced through views, subqueries, aliases and join equalities, of ON or of \
+WHERE; a key computed by an expression, such as a day of `dateTime`, or taken from another \
+input is left out, and `*` when no key is left):\n\
 \n\
 \x20 projection, WHERE, UNION ALL, scalar functions        CR\n\
 \x20 inner join, EXISTS/IN over insert-only inputs        CW\n\
 \x20 GROUP BY, DISTINCT, UNION, outer join, NOT EXISTS,   OW(keys)\n\
 \x20   NOT IN, EXCEPT, ROW_NUMBER/Top-N, dedup, OVER,\n\
 \x20   MATCH_RECOGNIZE, ORDER BY ... LIMIT\n\
-\x20 window aggregation on t (TUMBLE/HOP/CUMULATE/SESSION) OW(keys, window-t): sealed by a\n\
-\x20                                                         source's `watermark: t`\n\
+\x20 window aggregation on t (TUMBLE/HOP/CUMULATE/SESSION OW(keys, window-t): sealed by a\n\
+\x20   tables, or GROUP BY k, TUMBLE(t, ...))               source's `watermark: t`\n\
 \x20 the same with WATERMARK FOR t in the DDL              CW\n\
 \x20 temporal join FOR SYSTEM_TIME AS OF event time        probe OR(keys), table OW(keys)\n\
 \x20 PROCTIME() windows, NOW(), RAND(), UUID(),            clock -> out OW(*): nondeterministic\n\

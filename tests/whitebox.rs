@@ -386,3 +386,116 @@ fn a_key_is_traced_across_an_equi_join_to_the_other_input() {
         "INSERT INTO o SELECT a.cat, COUNT(*) AS n FROM a JOIN b ON a.id = b.aid GROUP BY a.cat";
     assert_eq!(sql(q, &["a", "b"]).1, ["a -> o OW(cat)", "b -> o OW(*)"]);
 }
+
+/// The `reason` of every path of `C`, in order.
+fn reasons(text: &str) -> Vec<String> {
+    let o = blazes_stdin(&["check", "--format", "json", "-"], text.as_bytes());
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    v["files"][0]["components"][0]["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["reason"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn reasons_name_lines_of_the_spec_file_not_of_the_program() {
+    // The spec puts the program's first line on line 6, so its third line (the GROUP BY) is
+    // line 8 of the file; a blank line in the program still counts.
+    let sql = spec(
+        "sql",
+        "INSERT INTO o\n\nSELECT word, COUNT(*) AS n FROM words GROUP BY word",
+        &["words"],
+        None,
+    );
+    assert_eq!(
+        sql.lines().nth(7).map(str::trim),
+        Some("SELECT word, COUNT(*) AS n FROM words GROUP BY word")
+    );
+    assert_eq!(
+        reasons(&sql),
+        ["COUNT(*) GROUP BY word updates a result per group as records arrive (line 8)"]
+    );
+    let bloom = spec(
+        "bloom",
+        "state do\n  interface input, :words, [:word]\n  interface output, :o, [:word, :n]\nend\nbloom do\n  o <= words.group([:word], count)\nend",
+        &["words"],
+        None,
+    );
+    let r = reasons(&bloom);
+    assert_eq!(r.len(), 1);
+    assert!(r[0].ends_with("(line 11)"), "{r:?}");
+}
+
+#[test]
+fn a_computed_key_is_left_out_of_the_gate_and_a_key_of_another_input_too() {
+    // `MOD(id, 10)` puts ids 1 and 11 in one group: the ids do not partition it.
+    let (_, p) = sql(
+        "INSERT INTO o SELECT MOD(id, 10) AS m, COUNT(*) AS n FROM a GROUP BY MOD(id, 10)",
+        &["a"],
+    );
+    assert_eq!(p, ["a -> o OW(*)"]);
+    // Control: grouped by the attribute itself, and by a view's alias of it.
+    let (_, p) = sql(
+        "INSERT INTO o SELECT id, COUNT(*) AS n FROM a GROUP BY id",
+        &["a"],
+    );
+    assert_eq!(p, ["a -> o OW(id)"]);
+    let (_, p) = sql(
+        "CREATE VIEW v AS SELECT id AS k FROM a;\nINSERT INTO o SELECT k, COUNT(*) AS n FROM v GROUP BY k",
+        &["a"],
+    );
+    assert_eq!(p, ["a -> o OW(id)"]);
+    // A key of the other input is left out; the join's equality carries the one that is
+    // shared (Nexmark q4).
+    let (_, p) = sql(
+        "INSERT INTO o SELECT a.id, a.cat, MAX(b.price) AS m FROM a JOIN b ON a.id = b.auction GROUP BY a.id, a.cat",
+        &["a", "b"],
+    );
+    assert_eq!(p, ["a -> o OW(cat,id)", "b -> o OW(auction)"]);
+    // Across `a.id = MOD(b.auction, 10)` the key is not carried: `*` on b.
+    let (_, p) = sql(
+        "INSERT INTO o SELECT a.id, MAX(b.price) AS m FROM a JOIN b ON a.id = MOD(b.auction, 10) GROUP BY a.id",
+        &["a", "b"],
+    );
+    assert_eq!(p, ["a -> o OW(id)", "b -> o OW(*)"]);
+}
+
+#[test]
+fn a_where_equality_of_a_comma_join_carries_keys_like_on() {
+    let q = |w: &str| {
+        format!("INSERT INTO o SELECT a.id, MAX(b.price) AS m FROM a, b WHERE {w} GROUP BY a.id")
+    };
+    let (_, p) = sql(&q("a.id = b.auction AND b.price > 0"), &["a", "b"]);
+    assert_eq!(p, ["a -> o OW(id)", "b -> o OW(auction)"]);
+    // Control: under an OR the equality is no join key.
+    let (_, p) = sql(&q("a.id = b.auction OR b.price > 0"), &["a", "b"]);
+    assert_eq!(p, ["a -> o OW(id)", "b -> o OW(*)"]);
+}
+
+#[test]
+fn an_older_group_window_on_event_time_is_sealed_and_on_processing_time_is_a_clock() {
+    let q = |t: &str| {
+        format!(
+            "INSERT INTO o SELECT bidder, COUNT(*) AS n FROM (SELECT *, PROCTIME() AS p FROM bid) GROUP BY bidder, TUMBLE({t}, INTERVAL '10' SECOND)"
+        )
+    };
+    let (code, p) = paths(&spec("sql", &q("dateTime"), &["bid"], Some("dateTime")));
+    assert_eq!(
+        (code, p),
+        (0, vec!["bid -> o OW(bidder,window-dateTime)".to_string()])
+    );
+    // Control: the same window on the processing-time column of the subquery.
+    let (code, p) = paths(&spec("sql", &q("p"), &["bid"], Some("dateTime")));
+    assert_eq!(
+        (code, p),
+        (
+            1,
+            vec![
+                "bid -> o OW(bidder)".to_string(),
+                "clock -> o OW(*)".to_string()
+            ]
+        )
+    );
+}

@@ -9,7 +9,7 @@ use super::{
     PathNote, SinkDecl, SourceDecl, StreamDecl, did_you_mean,
 };
 use crate::codes;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Diagnostic, LineIndex, Span};
 use crate::label::{Annotation, Tolerance};
 use crate::lint::{Level, Lints, Target};
 use crate::whitebox::{self, DerivedGate, DerivedPath, Origin, TextMap};
@@ -268,7 +268,8 @@ impl Validator<'_> {
         if let Some((n, origin)) = logic {
             match n.as_str() {
                 Some(program) => {
-                    let map = TextMap::new(program, self.text, n.span.offset);
+                    let index = self.lines.get_or_init(|| LineIndex::new(self.text));
+                    let map = TextMap::new(program, self.text, n.span.offset, index);
                     let d = match origin {
                         Origin::Bloom => {
                             whitebox::bloom::derive(program, &map, self.text, &name.text)
@@ -542,6 +543,7 @@ impl Validator<'_> {
             limits: self.limits,
             attributes: Vec::new(),
             attribute_texts: std::collections::HashSet::new(),
+            lines: std::cell::OnceCell::new(),
         });
         super::replay::replay(value.clone(), &mut reader);
         let (spec, diags) = reader.finish(value.span);

@@ -324,6 +324,7 @@ pub fn parse(text: &str, limits: &Limits) -> (Option<Spec>, Vec<Diagnostic>) {
         limits,
         attributes: Vec::new(),
         attribute_texts: HashSet::new(),
+        lines: std::cell::OnceCell::new(),
     });
     match yaml::read(body, bom, limits, &mut reader) {
         Ok(root) => {

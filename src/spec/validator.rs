@@ -25,6 +25,8 @@ pub(super) struct Validator<'t> {
     /// since [`Validator::take_attributes`] (only the first is ever reported).
     pub(super) attributes: Vec<Name>,
     pub(super) attribute_texts: HashSet<String>,
+    /// The text's line starts, built on the first white box (whose reasons name file lines).
+    pub(super) lines: std::cell::OnceCell<crate::diagnostic::LineIndex>,
 }
 
 /// What two names that differ only in case are, for the S016 warning.

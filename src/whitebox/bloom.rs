@@ -564,7 +564,7 @@ pub fn derive(program: &str, map: &TextMap, file: &str, component: &str) -> Deri
                         star = true;
                     }
                     gate.extend(keys);
-                    reasons.push(format!("{why} (line {})", r.line));
+                    reasons.push(format!("{why} (line {})", map.file_line(r.line as u64)));
                     span_at = (r.at, r.len);
                 }
                 for x in r.refs.iter().filter(|x| from_i.contains(*x)) {
@@ -572,14 +572,16 @@ pub fn derive(program: &str, map: &TextMap, file: &str, component: &str) -> Deri
                         writes = true;
                         reasons.push(format!(
                             "`{i}` is kept in table `{x}`, which `{}` reads (line {})",
-                            r.lhs, r.line
+                            r.lhs,
+                            map.file_line(r.line as u64)
                         ));
                     }
                 }
                 if r.op == "<~" {
                     reasons.push(format!(
                         "`{} <~` sends over an asynchronous channel (line {})",
-                        r.lhs, r.line
+                        r.lhs,
+                        map.file_line(r.line as u64)
                     ));
                 }
             }

@@ -18,7 +18,7 @@
 pub mod bloom;
 pub mod sql;
 
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Diagnostic, LineIndex, Span};
 use crate::label::Annotation;
 
 /// The internal input interface through which processing time and nondeterministic functions
@@ -122,12 +122,15 @@ pub struct TextMap {
     lines: Vec<Option<usize>>,
     /// The program's lines, to count characters.
     texts: Vec<String>,
+    /// The 1-based line in the file of each program line, for reasons (`line N`).
+    file_lines: Vec<usize>,
     fallback: usize,
 }
 
 impl TextMap {
-    /// `program` is the scalar's value; `file` the spec's text; `from` where the scalar starts.
-    pub fn new(program: &str, file: &str, from: usize) -> TextMap {
+    /// `program` is the scalar's value; `file` the spec's text; `from` where the scalar starts;
+    /// `index` the file's line starts.
+    pub fn new(program: &str, file: &str, from: usize, index: &LineIndex) -> TextMap {
         let mut at = from.min(file.len());
         let mut lines = Vec::new();
         let mut texts = Vec::new();
@@ -145,11 +148,33 @@ impl TextMap {
             lines.push(start.filter(|s| file.is_char_boundary(*s)));
             texts.push(line.to_string());
         }
+        // A line not found (blank) is the one after the previous line's.
+        let mut file_lines = Vec::with_capacity(lines.len());
+        let mut previous = index.line_of(from.min(file.len()));
+        for start in &lines {
+            let n = match start {
+                Some(s) => index.line_of(*s) + 1,
+                None => previous + 1,
+            };
+            file_lines.push(n);
+            previous = n;
+        }
         TextMap {
             lines,
             texts,
+            file_lines,
             fallback: from.min(file.len()),
         }
+    }
+
+    /// The 1-based line in the spec file of a program line (1-based).
+    pub fn file_line(&self, line: u64) -> usize {
+        let i = (line.max(1) - 1) as usize;
+        self.file_lines
+            .get(i)
+            .or(self.file_lines.last())
+            .copied()
+            .unwrap_or(1)
     }
 
     /// The byte offset in the file of a program position.

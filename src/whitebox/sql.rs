@@ -227,6 +227,9 @@ struct Lin {
     proctime: bool,
     /// Derived from a `WATERMARK FOR` column of the DDL.
     event: bool,
+    /// Computed by an expression, not an input attribute carried unchanged: two different
+    /// values may give the same result, so the column does not partition by its attributes.
+    computed: bool,
 }
 
 impl Lin {
@@ -235,6 +238,7 @@ impl Lin {
         self.windows.extend(o.windows.iter().cloned());
         self.proctime |= o.proctime;
         self.event |= o.event;
+        self.computed |= o.computed;
     }
 }
 
@@ -323,6 +327,8 @@ const WINDOWS: &[&str] = &["TUMBLE", "HOP", "CUMULATE", "SESSION"];
 
 struct Walk<'a> {
     text: &'a str,
+    /// Places the program in the spec file: reasons name file lines.
+    map: &'a TextMap,
     ddl: BTreeMap<String, TableDdl>,
     views: BTreeMap<String, Rel>,
     unsupported: Vec<(String, Pos)>,
@@ -330,7 +336,7 @@ struct Walk<'a> {
 
 impl Walk<'_> {
     fn line(&self, p: Pos) -> String {
-        format!("line {}", p.0)
+        format!("line {}", self.map.file_line(p.0))
     }
 
     fn unsupported(&mut self, what: String, p: Pos) {
@@ -381,6 +387,11 @@ impl Walk<'_> {
             }
             ControlFlow::<()>::Continue(())
         });
+        let bare = matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_))
+            || matches!(e, Expr::Nested(n) if matches!(**n, Expr::Identifier(_) | Expr::CompoundIdentifier(_)));
+        if !bare {
+            lin.computed = true;
+        }
         if lin.proctime {
             // A column computed from PROCTIME() is processing time itself.
             nondet.retain(|(n, _)| n != "PROCTIME()");
@@ -388,25 +399,23 @@ impl Walk<'_> {
         (lin, nondet)
     }
 
-    /// The gate of input `x` for keys of these lineages: `None` for `*`.
+    /// The gate of input `x` for keys of these lineages: `None` for `*`. A key carried unchanged
+    /// from `x`'s attributes (or a window of them) is in the gate; a key computed by an
+    /// expression, or from another input, is left out: the gate is then coarser than the
+    /// partitioning (records that differ on it still never meet in one group), which is sound.
+    /// No key left is `*`.
     fn trace(keys: &[Lin], x: &str) -> Option<BTreeSet<String>> {
         let mut out = BTreeSet::new();
-        for k in keys {
-            let mut found = false;
+        for k in keys.iter().filter(|k| !k.computed) {
             for (t, a) in &k.attrs {
                 if t == x {
                     out.insert(a.clone());
-                    found = true;
                 }
             }
             for (t, a) in &k.windows {
                 if t == x {
                     out.insert(window_attr(a));
-                    found = true;
                 }
-            }
-            if !found {
-                return None;
             }
         }
         (!out.is_empty()).then_some(out)
@@ -420,11 +429,19 @@ impl Walk<'_> {
                 .iter()
                 .map(|k| {
                     let mut k = k.clone();
+                    // Across an equality of a join condition: only to a side that is a bare
+                    // attribute too (`a.id = b.id`, not `a.id = f(b.x)`).
                     for (a, b) in &rel.equiv {
-                        if a.attrs.iter().any(|p| k.attrs.contains(p)) {
-                            k.union(b);
+                        let other = if a.attrs.iter().any(|p| k.attrs.contains(p)) {
+                            b
                         } else if b.attrs.iter().any(|p| k.attrs.contains(p)) {
-                            k.union(a);
+                            a
+                        } else {
+                            continue;
+                        };
+                        if !other.computed {
+                            k.attrs.extend(other.attrs.iter().cloned());
+                            k.windows.extend(other.windows.iter().cloned());
                         }
                     }
                     k
@@ -949,6 +966,38 @@ impl Walk<'_> {
         }
     }
 
+    /// A `GROUP BY` key. Besides columns, the group windows of Flink's older syntax, `GROUP BY
+    /// bidder, TUMBLE(dateTime, INTERVAL '10' SECOND)` (also `HOP`, `SESSION`): the window of
+    /// their time attribute, as the window table functions give it.
+    fn group_key(&self, e: &Expr, rel: &Rel) -> Lin {
+        if let Expr::Function(f) = e {
+            let n = f.name.to_string().to_ascii_uppercase();
+            let first = match &f.args {
+                FunctionArguments::List(l) => match l.args.first() {
+                    Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(a))) => Some(a),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let (true, Some(t)) = (["TUMBLE", "HOP", "SESSION"].contains(&n.as_str()), first) {
+                let tl = self.lin(t, rel).0;
+                if !tl.computed {
+                    return Lin {
+                        windows: if tl.proctime {
+                            BTreeSet::new()
+                        } else {
+                            tl.attrs
+                        },
+                        proctime: tl.proctime,
+                        event: tl.event,
+                        ..Lin::default()
+                    };
+                }
+            }
+        }
+        self.lin(e, rel).0
+    }
+
     fn select(&mut self, s: &Select) -> Rel {
         let mut rel = Rel::default();
         for (i, twj) in s.from.iter().enumerate() {
@@ -966,6 +1015,28 @@ impl Walk<'_> {
             );
         }
         if let Some(w) = &s.selection {
+            // `FROM a, b WHERE a.id = b.auction` joins like `ON`: its top-level equalities carry
+            // keys across, as a join condition's do.
+            let mut conjuncts = vec![w];
+            while let Some(c) = conjuncts.pop() {
+                match c {
+                    Expr::BinaryOp {
+                        left,
+                        op: sqlparser::ast::BinaryOperator::And,
+                        right,
+                    } => conjuncts.extend([&**left, &**right]),
+                    Expr::Nested(n) => conjuncts.push(n),
+                    Expr::BinaryOp {
+                        left,
+                        op: sqlparser::ast::BinaryOperator::Eq,
+                        right,
+                    } => {
+                        let pair = (self.lin(left, &rel).0, self.lin(right, &rel).0);
+                        rel.equiv.push(pair);
+                    }
+                    _ => {}
+                }
+            }
             let (_, nd) = self.lin(w, &rel);
             Self::nondet(
                 &mut rel,
@@ -1070,7 +1141,7 @@ impl Walk<'_> {
             }
         };
         if !group.is_empty() {
-            let keys: Vec<Lin> = group.iter().map(|e| self.lin(e, &rel).0).collect();
+            let keys: Vec<Lin> = group.iter().map(|e| self.group_key(e, &rel)).collect();
             let p = pos_of(group[0], self.text);
             let shown = group
                 .iter()
@@ -1105,6 +1176,13 @@ impl Walk<'_> {
             } else if proc {
                 let r = format!("{agg}GROUP BY {shown} over a processing-time window ({line})");
                 Self::order(&mut rel, &keys, true, &r, p);
+                // The column was computed from PROCTIME() elsewhere (a subquery, the DDL):
+                // grouping by it is where the wall clock decides the result.
+                Self::nondet(
+                    &mut rel,
+                    &[(format!("GROUP BY {shown} on processing time"), p)],
+                    "closes groups by the wall clock",
+                );
                 rel.updating = true;
             } else {
                 let r = format!(
@@ -1253,6 +1331,7 @@ pub fn derive(program: &str, map: &TextMap, file: &str, component: &str) -> Deri
     };
     let mut walk = Walk {
         text: program,
+        map,
         ddl: dialect.ddl.take().into_iter().collect(),
         views: BTreeMap::new(),
         unsupported: Vec::new(),
@@ -1297,7 +1376,7 @@ pub fn derive(program: &str, map: &TextMap, file: &str, component: &str) -> Deri
                 f.reasons.push((
                     format!(
                         "{what} is not understood: the most conservative annotation (line {})",
-                        up.0
+                        map.file_line(up.0)
                     ),
                     up,
                 ));
@@ -1353,7 +1432,7 @@ pub fn derive(program: &str, map: &TextMap, file: &str, component: &str) -> Deri
                 gate: Some(DerivedGate::Star),
                 reason: format!(
                     "nondeterministic whatever the order: {} (no order or seal of the inputs fixes this; replace processing time by event time)",
-                    dedup(nondet.iter().map(|n| format!("{} (line {})", n.0, n.1 .0))).join("; ")
+                    dedup(nondet.iter().map(|n| format!("{} (line {})", n.0, map.file_line(n.1 .0)))).join("; ")
                 ),
                 span: at(first.1),
             });

@@ -1,0 +1,2 @@
+INSERT INTO out
+SELECT user_id FROM clicks WHERE url = 'http://

@@ -1,0 +1,1 @@
+INSERT INTO o SELECT 'abc FROM a

@@ -1,0 +1,2 @@
+INSERT INTO q2
+SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0
