@@ -233,7 +233,8 @@ input is left out, and `*` when no key is left):\n\
 \x20   MATCH_RECOGNIZE, ORDER BY ... LIMIT\n\
 \x20 window aggregation on t (TUMBLE/HOP/CUMULATE/SESSION OW(keys, window-t): sealed by a\n\
 \x20   tables, or GROUP BY k, TUMBLE(t, ...))               source's `watermark: t`\n\
-\x20 the same with WATERMARK FOR t in the DDL              CW\n\
+\x20 the same with WATERMARK FOR t in the DDL              the same; the DDL's watermark seals\n\
+\x20                                                         the stream if a source feeds it\n\
 \x20 temporal join FOR SYSTEM_TIME AS OF event time        probe OR(keys), table OW(keys)\n\
 \x20 PROCTIME() windows, NOW(), RAND(), UUID(),            clock -> out OW(*): nondeterministic\n\
 \x20   lookup joins on processing time                       whatever the order\n\

@@ -188,7 +188,45 @@ fn the_same_window_on_processing_time_is_nondeterministic_whatever_the_order() {
     // Control: the event-time window of the same DDL, sealed by the DDL's watermark.
     let ev = "CREATE TABLE bid (auction BIGINT, dateTime TIMESTAMP(3), WATERMARK FOR dateTime AS dateTime - INTERVAL '5' SECOND);\n";
     let (code, p) = paths(&spec("sql", &format!("{ev}{WINDOW}"), &["bid"], None));
-    assert_eq!((code, p), (0, vec!["bid -> o CW".to_string()]));
+    assert_eq!(
+        (code, p),
+        (0, vec!["bid -> o OW(auction,window-dateTime)".to_string()])
+    );
+}
+
+/// A DDL's `WATERMARK FOR` is the watermark of the stream only where a source feeds the table
+/// (the engine's source operator generates it). Behind another component it closes windows
+/// over records in an order nothing fixed: a point of order, not a seal.
+#[test]
+fn a_ddl_watermark_seals_a_stream_from_a_source_and_not_one_from_a_component() {
+    let ev = "CREATE TABLE bid (auction BIGINT, dateTime TIMESTAMP(3), WATERMARK FOR dateTime AS dateTime - INTERVAL '5' SECOND);\n";
+    let direct = spec("sql", &format!("{ev}{WINDOW}"), &["bid"], None);
+    let o = blazes_stdin(&["check", "-"], direct.as_bytes());
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("1 seal barrier (C.bid by [window-dateTime]"),
+        "{}",
+        stdout(&o)
+    );
+    // Control: the same program behind a pass-through component.
+    let behind = direct
+        .replace("  bid: {}\n", "  raw: {}\n")
+        .replace(
+            "components:\n",
+            "components:\n  Pass:\n    paths:\n      - { from: in, to: out, label: CR }\n",
+        )
+        .replace(
+            "  - { from: bid, to: C.bid }\n",
+            "  - { from: raw, to: Pass.in }\n  - { from: Pass.out, to: C.bid }\n",
+        );
+    assert_ne!(behind, direct);
+    let o = blazes_stdin(&["check", "-"], behind.as_bytes());
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("1 point of order"), "{}", stdout(&o));
+    // A source with a watermark of its own on another attribute: the DDL's does not replace it.
+    let other = spec("sql", &format!("{ev}{WINDOW}"), &["bid"], Some("ingested"));
+    let o = blazes_stdin(&["check", "-"], other.as_bytes());
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
 }
 
 #[test]

@@ -265,6 +265,7 @@ impl Validator<'_> {
                 None => incomplete = true,
             },
         }
+        let mut watermarks = Vec::new();
         if let Some((n, origin)) = logic {
             match n.as_str() {
                 Some(program) => {
@@ -282,6 +283,11 @@ impl Validator<'_> {
                     for diag in d.diagnostics {
                         self.push(diag);
                     }
+                    watermarks = d
+                        .watermarks
+                        .into_iter()
+                        .map(|(input, attr, span)| (input, Name { text: attr, span }))
+                        .collect();
                     self.merge_derived(&mut paths, d.paths, origin, &what);
                 }
                 None => {
@@ -467,6 +473,7 @@ impl Validator<'_> {
             name,
             paths,
             task,
+            watermarks,
             replicated,
             replicas,
             order,

@@ -129,6 +129,9 @@ pub struct ComponentDecl {
     /// the records of the task's input partitions (a Kafka Streams sub-topology). An order of
     /// one of them is an order of all, so the planner orders a task as a whole, at one cost.
     pub task: Option<Name>,
+    /// The `WATERMARK FOR` of its program's DDL: (input, the window attribute it closes, named
+    /// where the program names the column).
+    pub watermarks: Vec<(String, Name)>,
     pub body: Span,
     /// Some of its paths were invalid and dropped: endpoint errors naming it are suppressed,
     /// because they would only repeat the path error.

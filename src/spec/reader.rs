@@ -379,6 +379,7 @@ impl<'t> Reader<'t> {
         };
         spec.streams = items;
         clocks(spec);
+        ddl_watermarks(spec);
 
         let sinks = std::mem::take(&mut self.sinks);
         v.diags.extend(sinks.diags);
@@ -470,6 +471,35 @@ impl Consumer for Reader<'_> {
             self.not_a_map = true;
         }
         self.top.append(&mut self.v.diags);
+    }
+}
+
+/// A white box's `WATERMARK FOR t` on an input fed straight from a source is that source's
+/// watermark (the engine's source operator generates it): the stream is sealed on the windows
+/// of `t`, unless it is sealed already or the source declares a watermark of its own (then
+/// the source's is what the stream carries). From a component the stream is left as it is:
+/// a watermark generated in the middle of a dataflow closes windows over records whose order
+/// nothing fixed, so the window waits for a seal the stream must carry itself.
+fn ddl_watermarks(spec: &mut Spec) {
+    for c in &spec.components {
+        for (input, attr) in &c.watermarks {
+            let to = format!("{}.{input}", c.name.text);
+            for st in spec
+                .streams
+                .iter_mut()
+                .filter(|s| s.to.text == to && s.seal.is_none())
+            {
+                let Some(src) = spec.sources.iter().find(|s| s.name.text == st.from.text) else {
+                    continue;
+                };
+                if src.watermark.is_none() {
+                    st.seal = Some(super::KeyList {
+                        names: vec![attr.clone()],
+                        span: attr.span,
+                    });
+                }
+            }
+        }
     }
 }
 

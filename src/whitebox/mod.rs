@@ -99,6 +99,11 @@ pub struct Derivation {
     pub diagnostics: Vec<Diagnostic>,
     /// The program could not be read: no path is derived.
     pub failed: bool,
+    /// The `WATERMARK FOR` of its DDL on an input: (input, the window attribute it closes,
+    /// where). The spec reader seals the input's stream with it when a source feeds it
+    /// directly (the engine's source operator generates the watermark); from a component it
+    /// seals nothing, and the window waits for a seal the stream must carry.
+    pub watermarks: Vec<(String, String, Span)>,
 }
 
 /// The annotation of a path from what its operators do: order-sensitive or not, writing state

@@ -33,7 +33,8 @@ pub const MAX_SQL_OPERATORS: usize = 500;
 #[derive(Clone, Debug, Default)]
 struct TableDdl {
     columns: Vec<String>,
-    watermark: Option<String>,
+    /// `WATERMARK FOR column`, and where the column is named.
+    watermark: Option<(String, Pos)>,
     proctime: Vec<String>,
 }
 
@@ -109,7 +110,12 @@ impl FlinkDialect {
                 let c = p.parse_identifier()?;
                 expect(p, "AS")?;
                 p.parse_expr()?;
-                ddl.watermark = Some(c.value);
+                let at = (
+                    c.span.start.line,
+                    c.span.start.column,
+                    c.value.chars().count().max(1),
+                );
+                ddl.watermark = Some((c.value, at));
             } else if word_is(p, 0, "PRIMARY") {
                 expect(p, "PRIMARY")?;
                 expect(p, "KEY")?;
@@ -573,7 +579,7 @@ impl Walk<'_> {
                         let mut l = Lin::default();
                         l.attrs.insert((short.clone(), c.clone()));
                         l.proctime = d.proctime.contains(c);
-                        l.event = d.watermark.as_ref() == Some(c);
+                        l.event = d.watermark.as_ref().map(|w| &w.0) == Some(c);
                         if l.proctime {
                             l.attrs.clear();
                         }
@@ -1163,10 +1169,10 @@ impl Walk<'_> {
             let line = self.line(p);
             if event_ddl {
                 let r = format!(
-                    "{agg}GROUP BY {shown} over a window on {}: sealed per window by the DDL's WATERMARK FOR (records later than its bound are dropped) ({line})",
+                    "{agg}GROUP BY {shown} over a window on {}: emitted once per window when the DDL's WATERMARK FOR passes its end (records later than its bound are dropped) ({line})",
                     on.join(", ")
                 );
-                Self::write(&mut rel, &r, p);
+                Self::order(&mut rel, &keys, true, &r, p);
             } else if windowed {
                 let r = format!(
                     "{agg}GROUP BY {shown} over a window on {}: emitted once per window when the watermark passes its end ({line})",
@@ -1440,6 +1446,14 @@ pub fn derive(program: &str, map: &TextMap, file: &str, component: &str) -> Deri
     }
     out.paths
         .sort_by(|a, b| (&a.from, &a.to).cmp(&(&b.from, &b.to)));
+    for (table, ddl) in &walk.ddl {
+        if let Some((attr, p)) = &ddl.watermark
+            && out.paths.iter().any(|d| &d.from == table)
+        {
+            out.watermarks
+                .push((table.clone(), window_attr(attr), at(*p)));
+        }
+    }
     out
 }
 
