@@ -225,7 +225,23 @@ pub fn check_composed(
 ) -> FileReport {
     // The reader needs a big stack, and the whole check on its thread lets the analysis reuse
     // the memory of the spec (see `on_reader_stack`).
-    spec::yaml::on_reader_stack(&options.limits, || check_here(path, bytes, options, loader))
+    spec::yaml::on_reader_stack(&options.limits, || {
+        check_here(path, bytes, options, loader, None)
+    })
+}
+
+/// [`check_owned`] with `annotate` run on the spec once it is read, before it is analysed:
+/// how `check --from ENGINE` gives the paths of an imported spec their catalogue origin and
+/// reason, which the spec text does not carry.
+pub fn check_annotated(
+    path: &str,
+    bytes: Vec<u8>,
+    options: &Options,
+    annotate: &(dyn Fn(&mut spec::Spec) + Sync),
+) -> FileReport {
+    spec::yaml::on_reader_stack(&options.limits, || {
+        check_here(path, bytes, options, &mut NoFiles, Some(annotate))
+    })
 }
 
 fn check_here(
@@ -233,6 +249,7 @@ fn check_here(
     bytes: Vec<u8>,
     options: &Options,
     loader: &mut (dyn Loader + Send),
+    annotate: Option<&(dyn Fn(&mut spec::Spec) + Sync)>,
 ) -> FileReport {
     let (spec, mut diags, text) = spec::parse_vec(bytes, &options.limits);
     let mut files = Files::default();
@@ -257,6 +274,9 @@ fn check_here(
             input: spec::Input::Spec,
         };
     };
+    if let Some(annotate) = annotate {
+        annotate(&mut spec);
+    }
     let lints = std::mem::take(&mut spec.lint).then(&options.lints);
     // The spec is consumed by the build: the analysis reuses its memory.
     let (mut dataflow, graph_diags) = graph::build(spec, &stem(path));

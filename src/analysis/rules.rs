@@ -107,7 +107,7 @@ pub fn unprotecting_input(
 /// internal unsealed input that no order of the component's inputs makes deterministic
 /// (section 10 of the algebra).
 fn clock(df: &Dataflow, p: &Path) -> bool {
-    p.note.is_some() && df.iface(p.input).name == crate::whitebox::CLOCK
+    crate::whitebox::is_clock(p.note.as_deref(), &df.iface(p.input).name)
 }
 
 /// Section 5, rules 1-5, for one path whose input carries `l`.

@@ -459,6 +459,16 @@ impl<'t> Emitter<'t> {
             why.push(format!("task: {task}: {}", c(because)));
         }
         write_paths(w, &paths, outputs);
+        let explained_paths = paths
+            .iter()
+            .flat_map(|(input, p)| {
+                outputs.iter().map(move |o| super::ExplainedPath {
+                    from: input.clone(),
+                    to: o.clone(),
+                    reason: c(&p.comment),
+                })
+            })
+            .collect();
         self.explained.push(Explained {
             component: comp.clone(),
             operator: op.name.clone(),
@@ -470,6 +480,7 @@ impl<'t> Emitter<'t> {
                 None => "no catalogue entry: never assumed safe".to_string(),
             },
             why,
+            paths: explained_paths,
         });
         entry.and_then(|e| {
             let s = e.seal.as_ref()?;

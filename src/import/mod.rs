@@ -229,6 +229,19 @@ pub struct Explained {
     pub by: String,
     /// One line per path (`in -> out: OW(key) ...`), then its order and replication.
     pub why: Vec<String>,
+    /// Each path of the component written into the spec, with its reason: what `check
+    /// --from` reports as the path's `catalog` origin.
+    pub paths: Vec<ExplainedPath>,
+}
+
+/// One path of an imported component: its input and output in the spec, and why it has its
+/// annotation (the annotation, the catalogue entry or rule that gave it, and the entry's
+/// reason, as the spec's comment says).
+#[derive(Clone, Debug)]
+pub struct ExplainedPath {
+    pub from: String,
+    pub to: String,
+    pub reason: String,
 }
 
 /// An invalid topology diagnostic (I003) at `span`.
@@ -503,7 +516,10 @@ pub fn check_imported(
         ..options.clone()
     };
     // The spec names its engine (`engine:`), so its plan speaks the engine's terms.
-    let mut report = check::check_owned(path, imported.spec.into_bytes(), &spec_options);
+    let explained = imported.explained;
+    let annotate = |spec: &mut crate::spec::Spec| catalog_notes(spec, &explained);
+    let mut report =
+        check::check_annotated(path, imported.spec.into_bytes(), &spec_options, &annotate);
     report.input = Input::Topology;
     remap::into_file(&mut report, &imported.map, text);
     let diags = match &mut report.outcome {
@@ -513,6 +529,38 @@ pub fn check_imported(
     diags.extend(imported.warnings);
     diagnostic::sort(diags);
     report
+}
+
+/// Gives each path of an imported spec the origin `catalog` and the reason its catalogue
+/// entry or rule gave, so that `check --from` reports where its annotations came from.
+fn catalog_notes(spec: &mut crate::spec::Spec, explained: &[Explained]) {
+    use std::collections::HashMap;
+    let reasons: HashMap<(&str, &str, &str), &str> = explained
+        .iter()
+        .flat_map(|x| {
+            x.paths.iter().map(move |p| {
+                (
+                    (x.component.as_str(), p.from.as_str(), p.to.as_str()),
+                    p.reason.as_str(),
+                )
+            })
+        })
+        .collect();
+    for c in &mut spec.components {
+        for p in &mut c.paths {
+            let key = (
+                c.name.text.as_str(),
+                p.from.text.as_str(),
+                p.to.text.as_str(),
+            );
+            if let Some(reason) = reasons.get(&key) {
+                p.note = Some(Box::new(crate::spec::PathNote {
+                    origin: crate::whitebox::Origin::Catalog,
+                    reason: reason.to_string(),
+                }));
+            }
+        }
+    }
 }
 
 /// The spec's name when the topology has none: the file stem (`stdin` for standard input).

@@ -162,7 +162,7 @@ impl Model {
         let mut clock = vec![false; n_if];
         for c in &df.components {
             for p in &c.paths {
-                if p.note.is_some() && df.iface(p.input).name == crate::whitebox::CLOCK {
+                if crate::whitebox::is_clock(p.note.as_deref(), &df.iface(p.input).name) {
                     clock[p.input.index()] = true;
                 }
             }

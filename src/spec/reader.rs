@@ -513,7 +513,7 @@ fn clocks(spec: &mut Spec) {
         let Some(p) = c
             .paths
             .iter()
-            .find(|p| p.from.text == CLOCK && p.note.is_some())
+            .find(|p| crate::whitebox::is_clock(p.note.as_deref(), &p.from.text))
         else {
             continue;
         };

@@ -40,6 +40,8 @@ pub enum Origin {
     Sql,
     /// Derived from the component's `bloom:`.
     Bloom,
+    /// Given by an importer's catalogue entry or rule (`check --from ENGINE`).
+    Catalog,
 }
 
 impl Origin {
@@ -49,8 +51,21 @@ impl Origin {
             Origin::Declared => "declared",
             Origin::Sql => "sql",
             Origin::Bloom => "bloom",
+            Origin::Catalog => "catalog",
         }
     }
+
+    /// Whether the path was derived from the component's own program, whose `clock` input is
+    /// its processing time (a catalogue's paths come from an operator's class, and an input of
+    /// an imported operator named `clock` is an ordinary input).
+    pub fn from_program(self) -> bool {
+        matches!(self, Origin::Sql | Origin::Bloom)
+    }
+}
+
+/// Whether a path with `note` from the input named `input` is a white box's clock.
+pub fn is_clock(note: Option<&crate::spec::PathNote>, input: &str) -> bool {
+    input == CLOCK && note.is_some_and(|n| n.origin.from_program())
 }
 
 /// A derived gate: a sorted set of attribute names, or `*`.

@@ -83,7 +83,7 @@ pub(super) fn finding(df: &Dataflow, point: &PointOfOrder, error: bool) -> Diagn
     } else {
         Severity::Warning
     };
-    let clock = p.note.is_some() && df.iface(p.input).name == crate::whitebox::CLOCK;
+    let clock = crate::whitebox::is_clock(p.note.as_deref(), &df.iface(p.input).name);
     let help = if clock {
         "processing time or a nondeterministic function inside the component: no order or seal of its inputs fixes it; use event time (a watermarked attribute) instead".to_string()
     } else {
@@ -98,8 +98,9 @@ pub(super) fn finding(df: &Dataflow, point: &PointOfOrder, error: bool) -> Diagn
         .at(p.label_span, primary)
         .help(help);
     match &p.note {
-        // A path derived from the component's program says why it has its annotation.
-        Some(n) => d.related(
+        // A path derived from the component's program, or given by an importer's catalogue,
+        // says why it has its annotation.
+        Some(n) if n.origin.from_program() => d.related(
             p.span,
             format!(
                 "derived from the component's {}: {}",
@@ -107,6 +108,8 @@ pub(super) fn finding(df: &Dataflow, point: &PointOfOrder, error: bool) -> Diagn
                 n.reason
             ),
         ),
+        // In the topology file the path is its operator, where the point itself is.
+        Some(n) => d.related(p.label_span, format!("annotated on import: {}", n.reason)),
         None => d,
     }
 }
