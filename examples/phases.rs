@@ -81,6 +81,7 @@ fn main() {
                 analysis: a,
                 diagnostics,
                 denied: Vec::new(),
+                summaries: Vec::new(),
             })),
             files: Default::default(),
             input: blazes::spec::Input::Spec,

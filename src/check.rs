@@ -68,6 +68,23 @@ pub struct Analysed {
     /// The codes of the warnings the lint settings denied (each once, sorted): reported as
     /// errors, they fail the check like an unsafe sink.
     pub denied: Vec<&'static str>,
+    /// For a composed spec, the summary of each file it uses (in the order they were read).
+    pub summaries: Vec<ModuleSummary>,
+}
+
+/// The summary of a used file: the grey box that behaves as its dataflow (section 10 of the
+/// algebra), as it is written; the `order:` and `replicas:` of each composite using it apply
+/// on top.
+#[derive(Debug)]
+pub struct ModuleSummary {
+    /// The file's path as the `use:` makes it.
+    pub file: String,
+    /// The instances of it in the expanded graph (`Eu.Billing`).
+    pub instances: Vec<String>,
+    /// Its inputs (sources) and outputs (sinks), by name.
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    pub summary: crate::analysis::summary::Summary,
 }
 
 impl Analysed {
@@ -226,7 +243,7 @@ pub fn check_composed(
     // The reader needs a big stack, and the whole check on its thread lets the analysis reuse
     // the memory of the spec (see `on_reader_stack`).
     spec::yaml::on_reader_stack(&options.limits, || {
-        check_here(path, bytes, options, loader, None)
+        check_here(path, bytes, options, loader, None, true)
     })
 }
 
@@ -240,7 +257,7 @@ pub fn check_annotated(
     annotate: &(dyn Fn(&mut spec::Spec) + Sync),
 ) -> FileReport {
     spec::yaml::on_reader_stack(&options.limits, || {
-        check_here(path, bytes, options, &mut NoFiles, Some(annotate))
+        check_here(path, bytes, options, &mut NoFiles, Some(annotate), true)
     })
 }
 
@@ -250,9 +267,11 @@ fn check_here(
     options: &Options,
     loader: &mut (dyn Loader + Send),
     annotate: Option<&(dyn Fn(&mut spec::Spec) + Sync)>,
+    summaries: bool,
 ) -> FileReport {
     let (spec, mut diags, text) = spec::parse_vec(bytes, &options.limits);
     let mut files = Files::default();
+    let mut summaries_of_modules = Vec::new();
     let spec = match spec {
         Some(s)
             if compose::is_composed(&s) && !diags.iter().any(|d| d.severity == Severity::Error) =>
@@ -260,6 +279,14 @@ fn check_here(
             let x = compose::expand(path, &text, s, loader, &options.limits);
             files = x.files;
             diags.extend(x.diagnostics);
+            if summaries && x.spec.is_some() {
+                summaries_of_modules = module_summaries(&files, options);
+                diags.extend(compose::contract::check(
+                    &x.declared,
+                    &summaries_of_modules,
+                    &files,
+                ));
+            }
             x.spec
         }
         s => s,
@@ -312,8 +339,54 @@ fn check_here(
             analysis,
             diagnostics: diags,
             denied,
+            summaries: summaries_of_modules,
         })),
         files,
         input: spec::Input::Spec,
     }
+}
+
+/// The summary of every file a composed spec uses, each checked on its own (its own uses read
+/// from the files already read).
+fn module_summaries(files: &Files, options: &Options) -> Vec<ModuleSummary> {
+    let mut loader: std::collections::BTreeMap<String, String> = files
+        .files
+        .iter()
+        .map(|f| (f.path.clone(), f.text.clone()))
+        .collect();
+    files
+        .files
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let mut instances: Vec<String> = Vec::new();
+            for u in files.regions.iter().filter(|r| r.file == Some(i)) {
+                if let Some(u) = &u.used
+                    && !instances.contains(&u.instance)
+                {
+                    instances.push(u.instance.clone());
+                }
+            }
+            let r = check_here(
+                &f.path,
+                f.text.clone().into_bytes(),
+                options,
+                &mut loader,
+                None,
+                false,
+            );
+            let Outcome::Analysed(a) = &r.outcome else {
+                // Its errors are the composed spec's already.
+                return None;
+            };
+            let df = &a.dataflow;
+            Some(ModuleSummary {
+                file: f.path.clone(),
+                instances,
+                inputs: df.sources.iter().map(|s| s.name.clone()).collect(),
+                outputs: df.sinks.iter().map(|s| s.name.clone()).collect(),
+                summary: crate::analysis::summary::summarize(&a.dataflow),
+            })
+        })
+        .collect()
 }

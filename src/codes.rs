@@ -290,14 +290,24 @@ code! {
     /// gate names attributes the program does not partition by. The declared annotation would
     /// give a confident wrong verdict, so the spec is invalid: correct or remove the declared
     /// path.
+    ///
+    /// The same holds for a composite that gives `paths:` beside `use:`: the used module must
+    /// behave as that grey box (its summary, which `blazes summarize FILE` prints). A declared
+    /// path less order-sensitive than the module's, a path of the module the declaration lacks,
+    /// or a module that no grey box behaves as, is this error.
     pub static WHITEBOX_CONFLICT = "W003", "whitebox-conflict", Error,
-        "a declared path is less order-sensitive than the component's program";
+        "a declared path is less order-sensitive than the component's program or module";
 
     /// A declared path is more conservative than what the component's program derives (`OW`
     /// where the SQL only filters). The declared annotation is kept, since it is safe; the
     /// analysis may ask for coordination the program does not need.
+    ///
+    /// For a composite with `paths:` beside `use:`, the module's dataflow is analysed as it is,
+    /// and a declared path more conservative than the module's summary (or one along which no
+    /// data flows in the module) only documents it: this warning says the declaration is not
+    /// what the module does.
     pub static WHITEBOX_CONSERVATIVE = "W004", "whitebox-conservative", Warning,
-        "a declared path is more conservative than the component's program";
+        "a declared path is more conservative than the component's program or module";
 }
 
 /// Every code, in registration order (SARIF rule indexes follow it; S014 came after S016).

@@ -366,7 +366,7 @@ fn man_of_an_unknown_command_is_a_usage_error() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         stderr(&o),
-        "error: `chek` is not a blazes command (did you mean `check`?); the commands are: check, render, explain, plan, simulate, deploy, gen, import, completions, man\n"
+        "error: `chek` is not a blazes command (did you mean `check`?); the commands are: check, render, explain, plan, simulate, deploy, summarize, gen, import, completions, man\n"
     );
     assert!(stdout(&o).is_empty());
 }

@@ -10,6 +10,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
+use blazes::analysis::summary::{Summary, summarize};
 use blazes::check::{self, FileReport, Outcome};
 use blazes::label::show;
 use blazes::plan::{self, Choice};
@@ -631,13 +632,15 @@ fn a_chain_of_uses_deeper_than_max_depth_is_a_limit() {
 }
 
 #[test]
-fn a_composite_cannot_also_have_paths_nor_pass_an_input_straight_through() {
-    let text = "components:\n  B:\n    use: b.yaml\n    paths: [{ from: x, to: y, label: CR }]\n";
+fn an_inline_composite_cannot_also_have_paths_nor_pass_an_input_straight_through() {
+    // An inline dataflow is written in place: a grey box beside it would say nothing that
+    // could drift (`use:` with `paths:` is a contract on another file, checked above).
+    let text = "components:\n  B:\n    dataflow: { sources: { i: {} }, components: { C: { paths: [{ from: x, to: y, label: CR }] } }, streams: [{ from: i, to: C.x }, { from: C.y, to: o }], sinks: { o: {} } }\n    paths: [{ from: x, to: y, label: CR }]\n";
     let r = check::check_bytes("a.yaml", text.as_bytes(), &Default::default());
     assert_eq!(r.exit_code(), 2);
     assert_eq!(
         r.diagnostics()[0].message,
-        "component `B` is a composite (`use`), so it cannot have `paths`"
+        "component `B` is a composite (`dataflow`), so it cannot have `paths`"
     );
     let files = BTreeMap::from([
         (
@@ -760,4 +763,346 @@ fn the_streams_an_expansion_makes_are_held_to_max_streams() {
     // The control: 96 streams are within a limit of 100.
     let r = limited(100);
     assert_ne!(r.exit_code(), 2, "{:?}", r.diagnostics());
+}
+
+/// The labels a stand-in must reproduce: the system's own sinks and its component `P`.
+fn outer_labels(r: &FileReport) -> Vec<String> {
+    let Outcome::Analysed(a) = &r.outcome else {
+        panic!("{} is valid: {:?}", r.path, r.diagnostics())
+    };
+    let (df, an) = (&a.dataflow, &a.analysis);
+    let mut out: Vec<String> = df
+        .sinks
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.name == "db" || s.name.starts_with('r'))
+        .map(|(k, s)| format!("sink {} = {}", s.name, show(an.labels.sink[k], &df.keys)))
+        .collect();
+    for (i, f) in df.ifaces.iter().enumerate() {
+        if df.components[f.component.index()].name == "P" {
+            out.push(format!(
+                "P.{} = {}",
+                f.name,
+                show(an.labels.iface[i], &df.keys)
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The system with each `use:` of the module replaced by the grey box `paths`.
+fn stand_in(s: &System, grey: &str) -> String {
+    let mut t = composed_text(s);
+    for i in 0..s.instances.len() {
+        t = t.replace(
+            &format!("  I{i}: {{ use: module.yaml }}\n"),
+            &format!("  I{i}:\n{grey}"),
+        );
+    }
+    t
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// A module's summary stands in for it: the system with each use replaced by the summary's
+    /// grey box gives its own sinks and components the labels the composed system gives them.
+    /// (Instances without `order:`/`replicas:`, which apply on top of the summary.)
+    #[test]
+    fn a_summary_stands_in_for_its_module(mut s in system()) {
+        for i in &mut s.instances {
+            i.replicas = false;
+            i.order = false;
+        }
+        let module = module_text(&s.module);
+        let files = BTreeMap::from([
+            ("sys/module.yaml".to_string(), module.clone()),
+            ("sys/system.yaml".to_string(), composed_text(&s)),
+        ]);
+        let composed = check_system(&files, "sys/system.yaml");
+        let Outcome::Analysed(a) = &composed.outcome else { panic!("valid") };
+        prop_assert_eq!(a.summaries.len(), 1);
+        let m = &a.summaries[0];
+        prop_assert_eq!(&m.file, "sys/module.yaml");
+        match &m.summary {
+            Summary::Exact(g) => {
+                let grey = blazes::report::summary::grey_box_yaml(g, 4);
+                let text = stand_in(&s, &grey);
+                let r = check::check_bytes("stand-in.yaml", text.as_bytes(), &Default::default());
+                prop_assert_eq!(outer_labels(&composed), outer_labels(&r), "{}\n{}", grey, text);
+            }
+            // No grey box behaves as the module: the reason names the inputs that show it.
+            Summary::None(why) => prop_assert!(why.contains("fed"), "{}", why),
+            Summary::TooBig(why) => prop_assert!(false, "a small module is summarized: {}", why),
+        }
+    }
+}
+
+/// The control of the stand-in property: the report service's summary minus its
+/// order-sensitivity (its read taken for confluent, `CR`) no longer stands in for it.
+#[test]
+fn a_summary_minus_its_order_sensitivity_does_not_stand_in() {
+    let root = root();
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    let files = BTreeMap::from([
+        (
+            "specs/system/services/report.yaml".to_string(),
+            read("specs/system/services/report.yaml"),
+        ),
+        (
+            "specs/system/user.yaml".to_string(),
+            "sources:\n  clicks: {}\n  queries: {}\ncomponents:\n  R: { use: services/report.yaml }\n  P:\n    paths:\n      - { from: in, to: out, label: CR }\nstreams:\n  - { from: clicks, to: R.clicks }\n  - { from: queries, to: R.queries }\n  - { from: R.answers, to: P.in }\n  - { from: P.out, to: db }\nsinks:\n  db: {}\n".to_string(),
+        ),
+    ]);
+    let composed = check_system(&files, "specs/system/user.yaml");
+    let Outcome::Analysed(a) = &composed.outcome else {
+        panic!("valid")
+    };
+    let Summary::Exact(g) = &a.summaries[0].summary else {
+        panic!("report has a summary")
+    };
+    let exact = blazes::report::summary::grey_box_yaml(g, 4);
+    assert!(exact.contains("label: OR, gate: [id]"), "{exact}");
+    let text = |grey: &str| {
+        files["specs/system/user.yaml"].replace(
+            "  R: { use: services/report.yaml }\n",
+            &format!("  R:\n{grey}"),
+        )
+    };
+    let with = |grey: &str| {
+        outer_labels(&check::check_bytes(
+            "u.yaml",
+            text(grey).as_bytes(),
+            &Default::default(),
+        ))
+    };
+    assert_eq!(with(&exact), outer_labels(&composed));
+    let confluent = exact.replace("label: OR, gate: [id]", "label: CR");
+    assert_ne!(with(&confluent), outer_labels(&composed));
+}
+
+/// Modules no grey box behaves as: one that seals its output on the way (no annotation makes a
+/// seal), and the answer names the inputs that tell them apart.
+#[test]
+fn a_module_that_makes_a_seal_has_no_summary() {
+    let text = "sources:\n  events: {}\ncomponents:\n  Stamp:\n    paths:\n      - { from: in, to: out, label: CR }\nstreams:\n  - { from: events, to: Stamp.in }\n  - { from: Stamp.out, to: stamped, seal: [batch] }\nsinks:\n  stamped: {}\n";
+    let r = check::check_bytes("m.yaml", text.as_bytes(), &Default::default());
+    let Outcome::Analysed(a) = &r.outcome else {
+        panic!("valid")
+    };
+    let Summary::None(why) = summarize(&a.dataflow) else {
+        panic!("no summary")
+    };
+    assert!(
+        why.contains("the module's `stamped` is Seal(batch)"),
+        "{why}"
+    );
+    // Control: without the seal on the way, the module is its `CR`.
+    let plain = text.replace(", seal: [batch]", "");
+    let r = check::check_bytes("m.yaml", plain.as_bytes(), &Default::default());
+    let Outcome::Analysed(a) = &r.outcome else {
+        panic!("valid")
+    };
+    let Summary::Exact(g) = summarize(&a.dataflow) else {
+        panic!("a summary")
+    };
+    assert_eq!(g.paths.len(), 1);
+    assert_eq!(g.paths[0].signature(), "CR");
+}
+
+/// Two order-sensitive steps whose gates share nothing are order-sensitive on no partition a
+/// spec can name: `OW(*)`, not a gate of either.
+#[test]
+fn writes_on_disjoint_gates_summarize_to_the_star_gate() {
+    let text = "sources:\n  events: {}\ncomponents:\n  PerBatch:\n    paths:\n      - { from: in, to: out, label: OW, gate: [batch] }\n  PerWord:\n    paths:\n      - { from: in, to: out, label: OW, gate: [word] }\nstreams:\n  - { from: events, to: PerBatch.in }\n  - { from: PerBatch.out, to: PerWord.in }\n  - { from: PerWord.out, to: counts }\nsinks:\n  counts: {}\n";
+    let r = check::check_bytes("m.yaml", text.as_bytes(), &Default::default());
+    let Outcome::Analysed(a) = &r.outcome else {
+        panic!("valid")
+    };
+    let Summary::Exact(g) = summarize(&a.dataflow) else {
+        panic!("a summary")
+    };
+    assert_eq!(g.paths[0].signature(), "OW(*)");
+    // Control: one step alone keeps its gate.
+    let one = text.replace("label: OW, gate: [word]", "label: CR");
+    let r = check::check_bytes("m.yaml", one.as_bytes(), &Default::default());
+    let Outcome::Analysed(a) = &r.outcome else {
+        panic!("valid")
+    };
+    let Summary::Exact(g) = summarize(&a.dataflow) else {
+        panic!("a summary")
+    };
+    assert_eq!(g.paths[0].signature(), "OW(batch)");
+}
+
+/// The report service used by a system that declares the grey box it expects, `declared`
+/// standing for its paths.
+fn declaring(declared: &str) -> BTreeMap<String, String> {
+    let root = root();
+    BTreeMap::from([
+        (
+            "d/services/report.yaml".to_string(),
+            std::fs::read_to_string(root.join("specs/system/services/report.yaml")).unwrap(),
+        ),
+        (
+            "d/system.yaml".to_string(),
+            format!(
+                "sources:\n  clicks: {{}}\n  queries: {{}}\ncomponents:\n  R:\n    use: services/report.yaml\n    paths:\n{declared}streams:\n  - {{ from: clicks, to: R.clicks }}\n  - {{ from: queries, to: R.queries }}\n  - {{ from: R.answers, to: db }}\nsinks:\n  db: {{}}\n"
+            ),
+        ),
+    ])
+}
+
+fn codes_of(r: &FileReport) -> Vec<&'static str> {
+    r.diagnostics().iter().map(|d| d.code.id).collect()
+}
+
+/// `paths:` beside `use:` is a contract: the module must behave as that grey box. The exact
+/// summary passes; a less order-sensitive path is W003 (invalid, a wrong verdict otherwise); a
+/// more conservative one W004; a path the module has and the declaration lacks is W003; an
+/// interface the module does not have is S005.
+#[test]
+fn a_declared_grey_box_is_checked_against_its_module() {
+    let exact = "      - { from: clicks, to: answers, label: CW }\n      - { from: queries, to: answers, label: OR, gate: [id] }\n";
+    let r = check_system(&declaring(exact), "d/system.yaml");
+    assert!(
+        matches!(r.outcome, Outcome::Analysed(_)),
+        "{:?}",
+        r.diagnostics()
+    );
+    let codes = codes_of(&r);
+    assert!(!codes.iter().any(|c| c.starts_with('W')), "{codes:?}");
+
+    let r = check_system(
+        &declaring(&exact.replace("label: OR, gate: [id]", "label: CR")),
+        "d/system.yaml",
+    );
+    assert!(matches!(r.outcome, Outcome::Invalid(_)));
+    assert_eq!(codes_of(&r), ["W003"]);
+    assert!(
+        r.diagnostics()[0]
+            .message
+            .contains("declared CR, but its module `d/services/report.yaml` behaves as OR(id)"),
+        "{}",
+        r.diagnostics()[0].message
+    );
+
+    let r = check_system(
+        &declaring(&exact.replace("label: OR, gate: [id]", "label: OW, gate: \"*\"")),
+        "d/system.yaml",
+    );
+    assert!(matches!(r.outcome, Outcome::Analysed(_)));
+    assert!(codes_of(&r).contains(&"W004"), "{:?}", codes_of(&r));
+
+    let r = check_system(
+        &declaring("      - { from: clicks, to: answers, label: CW }\n"),
+        "d/system.yaml",
+    );
+    assert_eq!(codes_of(&r), ["W003"]);
+    assert!(
+        r.diagnostics()[0]
+            .message
+            .contains("does not declare the path queries -> answers (OR(id))")
+    );
+
+    let r = check_system(
+        &declaring(&exact.replace("to: answers, label: CW", "to: answer, label: CW")),
+        "d/system.yaml",
+    );
+    assert!(codes_of(&r).contains(&"S005"), "{:?}", codes_of(&r));
+}
+
+/// `check` gives each used file's summary, in the human report and in JSON.
+#[test]
+fn check_gives_each_used_files_summary() {
+    let human = stdout(&blazes(&["check", "specs/system/poor.yaml"]));
+    assert!(
+        human.contains("summary of `specs/system/services/report.yaml` (used as `Reports`): clicks -> answers: CW; queries -> answers: OR(id); not replicated"),
+        "{human}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(&blazes(&[
+        "check",
+        "--format",
+        "json",
+        "specs/system/poor.yaml",
+    ])))
+    .unwrap();
+    let s = &json["files"][0]["summaries"];
+    let ad = s
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["file"] == "specs/system/services/ad-server.yaml")
+        .unwrap();
+    assert_eq!(ad["instances"], serde_json::json!(["EuAds", "UsAds"]));
+    assert_eq!(ad["summary"]["exact"], true);
+    assert_eq!(ad["summary"]["paths"][0]["annotation"], "CR");
+    // A flat spec has no `summaries`.
+    let flat: serde_json::Value = serde_json::from_str(&stdout(&blazes(&[
+        "check",
+        "--format",
+        "json",
+        "specs/wordcount.yaml",
+    ])))
+    .unwrap();
+    assert!(flat["files"][0].get("summaries").is_none());
+}
+
+/// `blazes summarize` prints a block that, pasted where the module is used, checks clean
+/// against it (the contract above); exit 1 with the reason when there is no summary, 2 on an
+/// invalid spec.
+#[test]
+fn summarize_prints_a_grey_box_that_stands_for_the_module() {
+    let o = blazes(&["summarize", "specs/system/services/report.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let block = stdout(&o);
+    assert!(
+        block.starts_with("# `specs/system/services/report.yaml`: the grey box"),
+        "{block}"
+    );
+    let body: String = block
+        .lines()
+        .filter(|l| {
+            !l.starts_with('#') && !l.starts_with("paths:") && !l.starts_with("replicated:")
+        })
+        .map(|l| format!("    {l}\n"))
+        .collect();
+    let r = check_system(&declaring(&body), "d/system.yaml");
+    assert!(
+        matches!(r.outcome, Outcome::Analysed(_)),
+        "{:?}",
+        r.diagnostics()
+    );
+    assert!(
+        !codes_of(&r).iter().any(|c| c.starts_with('W')),
+        "{:?}",
+        codes_of(&r)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let stamp = dir.path().join("stamp.yaml");
+    std::fs::write(&stamp, "sources:\n  events: {}\ncomponents:\n  Stamp:\n    paths:\n      - { from: in, to: out, label: CR }\nstreams:\n  - { from: events, to: Stamp.in }\n  - { from: Stamp.out, to: stamped, seal: [batch] }\nsinks:\n  stamped: {}\n").unwrap();
+    let o = blazes(&["summarize", stamp.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("no summary of `stamp`"),
+        "{}",
+        stderr(&o)
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(&blazes(&[
+        "summarize",
+        "--format",
+        "json",
+        stamp.to_str().unwrap(),
+    ])))
+    .unwrap();
+    assert_eq!(json["version"], 1);
+    assert_eq!(json["files"][0]["summary"]["exact"], false);
+
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "sources: [\n").unwrap();
+    let o = blazes(&["summarize", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_clean_failure(&o);
 }

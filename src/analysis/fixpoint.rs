@@ -51,6 +51,17 @@ pub(crate) fn eval_component(
 
 /// The worklist fixpoint of section 6.
 pub fn propagate(df: &mut Dataflow) -> Labels {
+    let seeds: Vec<Option<Label>> = df
+        .sources
+        .iter()
+        .map(|s| Some(Label::of_source(s.seal)))
+        .collect();
+    propagate_from(df, &seeds)
+}
+
+/// [`propagate`] with each source giving its streams `seeds[i]` instead of its declared label
+/// (`None`: the source gives nothing): how a module behaves when the outer graph feeds it.
+pub fn propagate_from(df: &mut Dataflow, seeds: &[Option<Label>]) -> Labels {
     let n_if = df.ifaces.len();
     let mut labels = Labels {
         iface: vec![None; n_if],
@@ -76,7 +87,9 @@ pub fn propagate(df: &mut Dataflow) -> Labels {
         }
     }
     for si in 0..df.sources.len() {
-        let l = Some(Label::of_source(df.sources[si].seal));
+        let Some(l) = seeds.get(si).copied().flatten().map(Some) else {
+            continue;
+        };
         for k in 0..df.sources[si].streams.len() {
             let s = df.sources[si].streams[k];
             if let Some(c) = deliver(df, &mut labels, s, l) {

@@ -19,6 +19,7 @@ pub(crate) mod diagnostics;
 mod fixpoint;
 mod provenance;
 mod rules;
+pub mod summary;
 mod verdicts;
 #[doc(hidden)]
 pub mod work;

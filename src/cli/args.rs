@@ -91,6 +91,17 @@ pub(crate) enum Command {
     /// invalid, the usage is wrong, the server cannot be reached, or this binary was built
     /// without the `nats` feature.
     Deploy(super::deploy::DeployArgs),
+    /// Print the grey box that behaves as each spec's dataflow: a `replicated:`/`paths:`
+    /// block that can stand in for the module where a spec uses it (`use:`).
+    ///
+    /// Each input (a source of the spec) to each output (a sink) gets the annotation that
+    /// gives the output the label the dataflow gives it, for every label of the inputs; when
+    /// no annotation does (a seal made or consumed inside, an order-sensitive step after a
+    /// consumed seal), why is printed on standard error.
+    ///
+    /// Exit status: 0 when every spec has a summary, 1 when some spec has none, 2 when a spec
+    /// cannot be read or is invalid.
+    Summarize(SummarizeArgs),
     /// Write a random, valid spec of a given size (for benchmarks and stress tests).
     Gen(GenArgs),
     /// Turn a topology a stream engine prints into an annotated spec: a Kafka Streams
@@ -380,6 +391,27 @@ pub(crate) enum RenderFormat {
     Dot,
     /// SVG, produced by Graphviz's `dot` program.
     Svg,
+}
+
+/// Output format of `blazes summarize`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SummarizeFormat {
+    /// The `paths:` block of each spec, under a comment naming it.
+    Yaml,
+    /// One versioned JSON document for all the specs.
+    Json,
+}
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct SummarizeArgs {
+    /// The specs (modules) to summarize; `-` reads standard input.
+    #[arg(required = true, value_name = "SPEC")]
+    pub specs: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = SummarizeFormat::Yaml)]
+    pub format: SummarizeFormat,
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 #[derive(clap::Args, Debug)]

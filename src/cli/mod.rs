@@ -33,6 +33,7 @@ mod man;
 mod plan;
 mod render;
 mod simulate;
+mod summarize;
 
 use clap::Parser;
 
@@ -92,6 +93,7 @@ pub fn run() -> i32 {
         Command::Plan(args) => plan::run(args),
         Command::Simulate(args) => simulate::run(args),
         Command::Deploy(args) => deploy::run(args),
+        Command::Summarize(args) => summarize::run(args),
         Command::Gen(args) => generate::run(args),
         Command::Import(args) => import::run(args),
         Command::Completions { shell } => man::run_completions(*shell),

@@ -15,6 +15,7 @@
 //! counted per file first (a file that uses another twice, eight levels deep, is 256 copies),
 //! and a count over `--max-components` is the S011 of the `use:` that makes it.
 
+pub mod contract;
 pub mod files;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -57,6 +58,9 @@ pub struct Expanded {
     pub spec: Option<Spec>,
     pub files: Files,
     pub diagnostics: Vec<Diagnostic>,
+    /// The composites that declare `paths:` beside `use:`: the grey boxes their modules must
+    /// behave as ([`contract`]).
+    pub declared: Vec<contract::Declared>,
 }
 
 /// The directory of `path` joined with `used`, `.` and `..` resolved: the path a `use:` names.
@@ -105,6 +109,7 @@ struct Expander<'a> {
     streams_over: bool,
     /// The root file's path.
     root: String,
+    declared: Vec<contract::Declared>,
 }
 
 /// Expands every composite of `spec` (the root file, at `path` with its `text`) into the flat
@@ -136,6 +141,7 @@ pub fn expand(
         streams: 0,
         streams_over: false,
         root: path.to_string(),
+        declared: Vec::new(),
     };
     let mut stack = vec![path.to_string()];
     let components = x.load_uses(&spec, path, 0, &mut stack);
@@ -184,6 +190,7 @@ impl Expander<'_> {
             spec,
             files: self.files,
             diagnostics: self.diags,
+            declared: self.declared,
         }
     }
 
@@ -408,6 +415,14 @@ impl Expander<'_> {
                         }),
                     );
                     s.shift(base);
+                    if !c.paths.is_empty() {
+                        self.declared.push(contract::Declared {
+                            instance: instance.clone(),
+                            file: f,
+                            name: c.name.clone(),
+                            paths: std::mem::take(&mut c.paths),
+                        });
+                    }
                     self.flatten(s, sub, &format!("{instance}."))
                 }
             };

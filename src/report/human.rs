@@ -514,6 +514,9 @@ pub fn render_with(
         ));
     }
     for r in reports {
+        if let Outcome::Analysed(a) = &r.outcome {
+            out.push_str(&super::summary::human(&a.summaries));
+        }
         out.push_str(&summary(r));
         out.push('\n');
     }

@@ -53,6 +53,9 @@ struct File<'a> {
     sinks: Seq<'a, Sink<'a>>,
     status: &'static str,
     streams: Seq<'a, Stream<'a>>,
+    /// A composed spec's used files, each with its summary (additive; absent for a flat spec).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    summaries: Vec<serde_json::Value>,
 }
 
 /// A list serialised from an iterator, item by item, instead of collected first: a big spec
@@ -238,6 +241,7 @@ fn file<'a>(r: &'a FileReport, at: usize, witnesses: Option<&'a Witnesses>) -> F
             sinks: Seq::empty(),
             status: "invalid",
             streams: Seq::empty(),
+            summaries: Vec::new(),
         },
         Outcome::Analysed(a) => {
             let df = &a.dataflow;
@@ -347,6 +351,7 @@ fn file<'a>(r: &'a FileReport, at: usize, witnesses: Option<&'a Witnesses>) -> F
                             }
                         }),
                 ),
+                summaries: super::summary::json_list(&a.summaries),
             }
         }
     }

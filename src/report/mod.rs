@@ -15,6 +15,7 @@ pub mod plan_json;
 pub mod plan_prose;
 pub mod plan_yaml;
 pub mod sarif;
+pub mod summary;
 pub mod witness;
 
 use crate::label::{Keys, Label};

@@ -12,7 +12,7 @@ use crate::codes;
 use crate::diagnostic::{Diagnostic, LineIndex, Span};
 use crate::label::{Annotation, Tolerance};
 use crate::lint::{Level, Lints, Target};
-use crate::whitebox::{self, DerivedGate, DerivedPath, Origin, TextMap};
+use crate::whitebox::{self, Coverage, DerivedGate, DerivedPath, Origin, TextMap};
 
 impl Validator<'_> {
     /// The spec's `engine:`: the name of an engine `blazes import` reads.
@@ -515,6 +515,11 @@ impl Validator<'_> {
             (None, Some(d)) => ("dataflow", d),
         };
         for other in ["paths", "sql", "bloom", "partitions", "partition_by"] {
+            // `paths:` beside `use:` is the grey box the module promises to behave as, checked
+            // against its summary (`compose::contract`).
+            if key == "use" && other == "paths" {
+                continue;
+            }
             if let Some(k) = f.key(other) {
                 let d = Diagnostic::new(
                     &codes::INVALID_VALUE,
@@ -770,25 +775,13 @@ impl Validator<'_> {
                         DerivedGate::Keys(v)
                     }
                 });
-                let sens = |a: Annotation| {
-                    (
-                        !a.is_confluent(),
-                        matches!(a, Annotation::CW | Annotation::OW),
-                    )
-                };
-                let (dor, dwr) = sens(p.label);
-                let (gor, gwr) = sens(d.annotation);
-                let gate_ok = match (&declared_gate, &d.gate) {
-                    (_, None) => true,
-                    (None, Some(_)) => false,
-                    (Some(DerivedGate::Star), Some(_)) => true,
-                    (Some(DerivedGate::Keys(_)), Some(DerivedGate::Star)) => false,
-                    (Some(DerivedGate::Keys(a)), Some(DerivedGate::Keys(b))) => {
-                        a.iter().all(|x| b.contains(x))
-                    }
-                };
-                let safe = dor >= gor && dwr >= gwr && gate_ok;
-                let same = safe && p.label == d.annotation && declared_gate == d.gate;
+                let c = whitebox::coverage(
+                    p.label,
+                    declared_gate.as_ref(),
+                    d.annotation,
+                    d.gate.as_ref(),
+                );
+                let (safe, same) = (c != Coverage::Conflict, c == Coverage::Same);
                 let declared = match &declared_gate {
                     Some(g) => format!("{}({})", p.label.as_str(), g.show()),
                     None => p.label.as_str().to_string(),

@@ -85,6 +85,47 @@ impl DerivedGate {
     }
 }
 
+/// How a declared path stands to the one its component's insides give it (its program, or
+/// the summary of the module it uses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Coverage {
+    /// The same annotation and gate.
+    Same,
+    /// At least as order-sensitive everywhere, and more somewhere: safe, maybe costly.
+    Conservative,
+    /// Less order-sensitive somewhere (a confluent label for an order-sensitive path, no write
+    /// for a write, a gate naming attributes the insides do not partition by): a wrong verdict.
+    Conflict,
+}
+
+/// Compares a declared annotation and gate with the derived ones (the annotation
+/// monotonicity order of section 5: `CR` -> `CW` -> `OW`, `CR` -> `OR` -> `OW`, a gate by a
+/// smaller one, `*` the smallest).
+pub fn coverage(
+    declared: Annotation,
+    declared_gate: Option<&DerivedGate>,
+    derived: Annotation,
+    derived_gate: Option<&DerivedGate>,
+) -> Coverage {
+    let sens = |a: Annotation| (!a.is_confluent(), a.writes());
+    let (dor, dwr) = sens(declared);
+    let (gor, gwr) = sens(derived);
+    let gate_ok = match (declared_gate, derived_gate) {
+        (_, None) => true,
+        (None, Some(_)) => false,
+        (Some(DerivedGate::Star), Some(_)) => true,
+        (Some(DerivedGate::Keys(_)), Some(DerivedGate::Star)) => false,
+        (Some(DerivedGate::Keys(a)), Some(DerivedGate::Keys(b))) => a.iter().all(|x| b.contains(x)),
+    };
+    if !(dor >= gor && dwr >= gwr && gate_ok) {
+        Coverage::Conflict
+    } else if declared == derived && declared_gate == derived_gate {
+        Coverage::Same
+    } else {
+        Coverage::Conservative
+    }
+}
+
 /// One derived path: from an input interface to an output interface, with its annotation, its
 /// gate (for `OR`/`OW`), why, and where in the spec file the deciding construct is.
 #[derive(Clone, Debug, PartialEq, Eq)]
