@@ -1106,3 +1106,46 @@ fn summarize_prints_a_grey_box_that_stands_for_the_module() {
     assert_eq!(o.status.code(), Some(2));
     assert_clean_failure(&o);
 }
+
+/// `render` writes each instance's summary on its frame, which Graphviz draws; without the
+/// summaries (the control) the frame has only its name.
+#[test]
+fn render_writes_the_summary_on_each_frame() {
+    let o = blazes(&["render", "specs/system/poor.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let dot = stdout(&o);
+    let frame = dot
+        .lines()
+        .skip_while(|l| !l.contains("subgraph \"cluster_Reports\""))
+        .nth(1)
+        .expect("the Reports frame");
+    assert!(
+        frame.contains("summary of specs/system/services/report.yaml:"),
+        "{frame}"
+    );
+    assert!(frame.contains("queries → answers: OR(id)"), "{frame}");
+    let r = check::check_composed(
+        "specs/system/poor.yaml",
+        std::fs::read(root().join("specs/system/poor.yaml")).unwrap(),
+        &Default::default(),
+        &mut BTreeMap::from(["ad-server", "report", "cache"].map(|m| {
+            let p = format!("specs/system/services/{m}.yaml");
+            let t = std::fs::read_to_string(root().join(&p)).unwrap();
+            (p, t)
+        })),
+    );
+    let Outcome::Analysed(a) = &r.outcome else {
+        panic!("valid")
+    };
+    let plain = blazes::render::to_dot(&a.dataflow, &a.analysis, &[]);
+    assert!(!plain.contains("queries → answers"));
+    assert_eq!(
+        blazes::render::to_dot_summarized(&a.dataflow, &a.analysis, &[], &a.summaries),
+        dot
+    );
+    if require_dot() {
+        let svg = blazes(&["render", "--format", "svg", "specs/system/poor.yaml"]);
+        assert_eq!(svg.status.code(), Some(0), "{}", stderr(&svg));
+        assert!(stdout(&svg).contains("queries → answers: OR(id)"));
+    }
+}

@@ -195,7 +195,7 @@ pub(crate) fn run(args: &RenderArgs) -> i32 {
             let plan = crate::plan::plan(&a.dataflow, &plan_options);
             crate::render::plan_dot(&a.dataflow, &plan, plan_options.fail_on)
         } else {
-            crate::render::to_dot(&a.dataflow, &a.analysis, &[])
+            crate::render::to_dot_summarized(&a.dataflow, &a.analysis, &[], &a.summaries)
         };
         let bytes = match format {
             RenderFormat::Dot => dot.into_bytes(),

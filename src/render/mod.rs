@@ -145,7 +145,42 @@ struct Entry {
 /// assert_eq!(dot, render::to_dot(&a.dataflow, &a.analysis, &[]));
 /// ```
 pub fn to_dot(df: &Dataflow, an: &Analysis, drawn: &[Drawn]) -> String {
-    build(df, an, drawn, None)
+    build(df, an, drawn, None, &BTreeMap::new())
+}
+
+/// [`to_dot`] for a composed spec, with each instance's frame labelled by the summary of the
+/// file it uses (`check::Analysed::summaries`): its paths, one per line, or why it has none.
+pub fn to_dot_summarized(
+    df: &Dataflow,
+    an: &Analysis,
+    drawn: &[Drawn],
+    summaries: &[crate::check::ModuleSummary],
+) -> String {
+    use crate::analysis::summary::Summary;
+    let mut frames = BTreeMap::new();
+    for m in summaries {
+        let lines: Vec<String> = match &m.summary {
+            Summary::Exact(g) => {
+                let mut l: Vec<String> = g
+                    .paths
+                    .iter()
+                    .map(|p| format!("{} → {}: {}", p.from, p.to, p.signature()))
+                    .collect();
+                if !g.replicated {
+                    l.push("not replicated".into());
+                }
+                l
+            }
+            Summary::None(_) | Summary::TooBig(_) => vec!["no summary".into()],
+        };
+        // The summary is of the file as written: the instance's `order:`/`replicas:` apply on top.
+        let mut lines = lines;
+        lines.insert(0, format!("summary of {}:", m.file));
+        for i in &m.instances {
+            frames.insert(i.clone(), lines.clone());
+        }
+    }
+    build(df, an, drawn, None, &frames)
 }
 
 /// The graph of `df` after `plan`: the labels, points of order and sink verdicts of the
@@ -169,7 +204,7 @@ pub fn plan_dot(df: &Dataflow, plan: &crate::plan::Plan, fail_on: FailOn) -> Str
             "plan: unrepairable with the allowed mechanisms (see blazes plan)".to_string()
         }
     };
-    build(&after_df, &after, &drawn, Some(&caption))
+    build(&after_df, &after, &drawn, Some(&caption), &BTreeMap::new())
 }
 
 /// The legend of a plan's picture: what the colours of the labels and the marks mean.
@@ -256,13 +291,20 @@ fn legend() -> Stmt {
 /// Draws the whole graph: its attributes, the nodes, what stands in front of each input, the
 /// streams, the implicit sinks, in that order (the order of the DOT statements is part of the
 /// byte-identical output).
-fn build(df: &Dataflow, an: &Analysis, drawn: &[Drawn], caption: Option<&str>) -> String {
+fn build(
+    df: &Dataflow,
+    an: &Analysis,
+    drawn: &[Drawn],
+    caption: Option<&str>,
+    frames: &BTreeMap<String, Vec<String>>,
+) -> String {
     let placed = Placement::of(drawn);
     let planned = caption.is_some();
     let mut d = Drawing {
         df,
         an,
         stmts: graph_attributes(df, caption),
+        frames,
     };
     sources(df, &placed.add_seals, &mut d.stmts);
     d.components(&placed.orders, planned);
@@ -367,6 +409,8 @@ struct Drawing<'a> {
     df: &'a Dataflow,
     an: &'a Analysis,
     stmts: Vec<Stmt>,
+    /// Per instance path, the lines of its summary, written on its frame.
+    frames: &'a BTreeMap<String, Vec<String>>,
 }
 
 impl Drawing<'_> {
@@ -384,7 +428,7 @@ impl Drawing<'_> {
             let path: Vec<&str> = df.components[ci].name.split('.').collect();
             nodes.push((path[..path.len() - 1].to_vec(), node));
         }
-        self.stmts.extend(clusters(nodes, 0));
+        self.stmts.extend(clusters(nodes, 0, self.frames));
     }
 
     /// Mechanisms in front of components, and where each input's streams enter the drawing
@@ -616,7 +660,7 @@ type Placed<'a> = (Vec<&'a str>, Stmt);
 /// Component nodes, each with its instance path, drawn inside one `cluster_` subgraph per
 /// instance (nested as the instances are), in the order each instance first appears: a flat
 /// spec's nodes (no instance) come out as they are.
-fn clusters(nodes: Vec<Placed>, depth: usize) -> Vec<Stmt> {
+fn clusters(nodes: Vec<Placed>, depth: usize, frames: &BTreeMap<String, Vec<String>>) -> Vec<Stmt> {
     let mut out = Vec::new();
     let mut groups: Vec<(Vec<&str>, Vec<Placed>)> = Vec::new();
     for (path, node) in nodes {
@@ -632,13 +676,23 @@ fn clusters(nodes: Vec<Placed>, depth: usize) -> Vec<Stmt> {
     }
     for (key, members) in groups {
         let name = key.join(".");
+        let label = match frames.get(&name) {
+            Some(lines) => {
+                let shown: Vec<String> = lines.iter().map(|l| small(&html(l), None)).collect();
+                html_attr(
+                    "label",
+                    &format!("<B>{}</B><BR/>{}", html(&name), shown.join("<BR/>")),
+                )
+            }
+            None => attr("label", &name),
+        };
         let mut stmts = vec![Stmt::GAttribute(GraphAttributes::Graph(vec![
-            attr("label", &name),
+            label,
             attr("fontsize", "10"),
             attr("color", GREY),
             attr("style", "rounded,dashed"),
         ]))];
-        stmts.extend(clusters(members, depth + 1));
+        stmts.extend(clusters(members, depth + 1, frames));
         out.push(Stmt::Subgraph(Subgraph {
             id: quoted(&format!("cluster_{name}")),
             stmts,
