@@ -1149,3 +1149,56 @@ fn render_writes_the_summary_on_each_frame() {
         assert!(stdout(&svg).contains("queries → answers: OR(id)"));
     }
 }
+
+/// `render --collapse` draws each instance as one box with its summary and the points of
+/// order inside; the streams that cross a box's boundary end at it, those inside are not
+/// drawn. Control: the same spec drawn without it has the components in their frames. A flat
+/// spec has nothing to collapse and is drawn as it is; `--plan` with it is a usage error.
+#[test]
+fn render_collapse_draws_each_instance_as_its_summary() {
+    let o = blazes(&["render", "--collapse", "specs/system/poor.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let dot = stdout(&o);
+    assert!(!dot.contains("cluster_"), "{dot}");
+    assert!(!dot.contains("\n  c0["), "{dot}");
+    let reports = dot.lines().find(|l| l.contains("<B>Reports</B>")).unwrap();
+    assert!(reports.contains("queries → answers: OR(id)"), "{reports}");
+    assert!(reports.contains("1 point of order inside"), "{reports}");
+    // The report service's answers reach the cache: `Inst`, box to box.
+    let x = |name: &str| {
+        dot.lines()
+            .find(|l| l.contains(&format!("<B>{name}</B>")))
+            .and_then(|l| l.trim().split('[').next())
+            .unwrap()
+            .to_string()
+    };
+    let edge = format!("{} -> {} ", x("Reports"), x("Front"));
+    let line = dot
+        .lines()
+        .find(|l| l.trim().starts_with(&edge))
+        .expect("the edge");
+    assert!(line.contains(">Inst<"), "{line}");
+    assert_eq!(
+        stdout(&blazes(&["render", "--collapse", "specs/system/poor.yaml"])),
+        dot
+    );
+
+    let full = stdout(&blazes(&["render", "specs/system/poor.yaml"]));
+    assert!(full.contains("cluster_Reports") && full.contains("\n    c2["));
+
+    let flat = stdout(&blazes(&["render", "--collapse", "specs/wordcount.yaml"]));
+    assert_eq!(flat, stdout(&blazes(&["render", "specs/wordcount.yaml"])));
+
+    let o = blazes(&["render", "--collapse", "--plan", "specs/system/poor.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    if require_dot() {
+        let svg = blazes(&[
+            "render",
+            "--collapse",
+            "--format",
+            "svg",
+            "specs/system/poor.yaml",
+        ]);
+        assert_eq!(svg.status.code(), Some(0), "{}", stderr(&svg));
+    }
+}

@@ -433,6 +433,11 @@ pub(crate) struct RenderArgs {
     /// mechanisms it adds marked `+` (dashed), and a legend.
     #[arg(long)]
     pub plan: bool,
+    /// Draw each top-level instance of a composed spec (`use:`, `dataflow:`) as one box with
+    /// the summary of the file it uses and the points of order inside, instead of its
+    /// components.
+    #[arg(long, conflicts_with = "plan")]
+    pub collapse: bool,
     /// How the drawn plan is chosen (with --plan), as for `blazes plan`.
     #[command(flatten)]
     pub choice: PlanChoiceArgs,

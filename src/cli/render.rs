@@ -194,6 +194,8 @@ pub(crate) fn run(args: &RenderArgs) -> i32 {
             let plan_options = args.choice.options();
             let plan = crate::plan::plan(&a.dataflow, &plan_options);
             crate::render::plan_dot(&a.dataflow, &plan, plan_options.fail_on)
+        } else if args.collapse {
+            crate::render::to_dot_collapsed(&a.dataflow, &a.analysis, &a.summaries)
         } else {
             crate::render::to_dot_summarized(&a.dataflow, &a.analysis, &[], &a.summaries)
         };

@@ -145,7 +145,7 @@ struct Entry {
 /// assert_eq!(dot, render::to_dot(&a.dataflow, &a.analysis, &[]));
 /// ```
 pub fn to_dot(df: &Dataflow, an: &Analysis, drawn: &[Drawn]) -> String {
-    build(df, an, drawn, None, &BTreeMap::new())
+    build(df, an, drawn, None, &BTreeMap::new(), false)
 }
 
 /// [`to_dot`] for a composed spec, with each instance's frame labelled by the summary of the
@@ -156,6 +156,12 @@ pub fn to_dot_summarized(
     drawn: &[Drawn],
     summaries: &[crate::check::ModuleSummary],
 ) -> String {
+    let frames = frames_of(summaries);
+    build(df, an, drawn, None, &frames, false)
+}
+
+/// Per instance path, the lines of its used file's summary.
+fn frames_of(summaries: &[crate::check::ModuleSummary]) -> BTreeMap<String, Vec<String>> {
     use crate::analysis::summary::Summary;
     let mut frames = BTreeMap::new();
     for m in summaries {
@@ -180,7 +186,19 @@ pub fn to_dot_summarized(
             frames.insert(i.clone(), lines.clone());
         }
     }
-    build(df, an, drawn, None, &frames)
+    frames
+}
+
+/// The graph of a composed spec with each top-level instance drawn as one box: its name, the
+/// summary of the file it uses and how many points of order are inside; the streams inside it
+/// are not drawn, those that cross its boundary end at the box (`render --collapse`).
+pub fn to_dot_collapsed(
+    df: &Dataflow,
+    an: &Analysis,
+    summaries: &[crate::check::ModuleSummary],
+) -> String {
+    let frames = frames_of(summaries);
+    build(df, an, &[], None, &frames, true)
 }
 
 /// The graph of `df` after `plan`: the labels, points of order and sink verdicts of the
@@ -204,7 +222,14 @@ pub fn plan_dot(df: &Dataflow, plan: &crate::plan::Plan, fail_on: FailOn) -> Str
             "plan: unrepairable with the allowed mechanisms (see blazes plan)".to_string()
         }
     };
-    build(&after_df, &after, &drawn, Some(&caption), &BTreeMap::new())
+    build(
+        &after_df,
+        &after,
+        &drawn,
+        Some(&caption),
+        &BTreeMap::new(),
+        false,
+    )
 }
 
 /// The legend of a plan's picture: what the colours of the labels and the marks mean.
@@ -297,14 +322,35 @@ fn build(
     drawn: &[Drawn],
     caption: Option<&str>,
     frames: &BTreeMap<String, Vec<String>>,
+    collapse: bool,
 ) -> String {
     let placed = Placement::of(drawn);
     let planned = caption.is_some();
+    // A collapsed component is drawn as its top-level instance's box, `x<n>` by the order in
+    // which the instances first appear.
+    let mut boxes: Vec<String> = Vec::new();
+    let collapsed: Vec<Option<String>> = df
+        .components
+        .iter()
+        .map(|c| {
+            let (top, _) = c.name.split_once('.').filter(|_| collapse)?;
+            let n = match boxes.iter().position(|b| b == top) {
+                Some(n) => n,
+                None => {
+                    boxes.push(top.to_string());
+                    boxes.len() - 1
+                }
+            };
+            Some(format!("x{n}"))
+        })
+        .collect();
     let mut d = Drawing {
         df,
         an,
         stmts: graph_attributes(df, caption),
         frames,
+        collapsed,
+        boxes,
     };
     sources(df, &placed.add_seals, &mut d.stmts);
     d.components(&placed.orders, planned);
@@ -411,6 +457,10 @@ struct Drawing<'a> {
     stmts: Vec<Stmt>,
     /// Per instance path, the lines of its summary, written on its frame.
     frames: &'a BTreeMap<String, Vec<String>>,
+    /// `--collapse`: per component, the box of its top-level instance (`x<n>`), and the
+    /// instances' names by box.
+    collapsed: Vec<Option<String>>,
+    boxes: Vec<String>,
 }
 
 impl Drawing<'_> {
@@ -419,7 +469,13 @@ impl Drawing<'_> {
     fn components(&mut self, orders: &BTreeMap<CompId, Option<Vec<String>>>, planned: bool) {
         let (df, an) = (self.df, self.an);
         let mut nodes = Vec::with_capacity(df.components.len());
+        for (n, name) in self.boxes.iter().enumerate() {
+            nodes.push((Vec::new(), self.instance_box(n, name)));
+        }
         for ci in 0..df.components.len() {
+            if self.collapsed[ci].is_some() {
+                continue;
+            }
             let cid = CompId(ci as u32);
             let pts: Vec<&PointOfOrder> = an.points.iter().filter(|p| p.component == cid).collect();
             let node = component_node(df, an, cid, &pts, planned && orders.contains_key(&cid));
@@ -429,6 +485,51 @@ impl Drawing<'_> {
             nodes.push((path[..path.len() - 1].to_vec(), node));
         }
         self.stmts.extend(clusters(nodes, 0, self.frames));
+    }
+
+    /// The box of a collapsed instance: its name, its summary and the points of order inside.
+    fn instance_box(&self, n: usize, name: &str) -> Stmt {
+        let inside = |c: usize| self.collapsed[c].as_deref() == Some(&format!("x{n}"));
+        let points = self
+            .an
+            .points
+            .iter()
+            .filter(|p| inside(p.component.index()))
+            .count();
+        let mut rows = vec![(format!("<B>{}</B>", html(name)), None)];
+        match self.frames.get(name) {
+            Some(lines) => rows.extend(lines.iter().map(|l| (small(&html(l), None), None))),
+            None => rows.push((small("an inline dataflow", None), None)),
+        }
+        if points > 0 {
+            rows.push((
+                small(
+                    &format!(
+                        "⚠ {points} point{} of order inside",
+                        if points == 1 { "" } else { "s" }
+                    ),
+                    Some(ALARM),
+                ),
+                Some("#ffebee"),
+            ));
+        }
+        let mut a = vec![
+            attr("shape", "box"),
+            attr("style", "rounded,dashed"),
+            html_attr("label", &table(&rows)),
+            attr("tooltip", &format!("instance {name} (collapsed)")),
+        ];
+        if points > 0 {
+            a.push(attr("color", ALARM));
+        }
+        node(&format!("x{n}"), a)
+    }
+
+    /// The node a component is drawn as: its own, or its collapsed instance's box.
+    fn node_of(&self, c: CompId) -> String {
+        self.collapsed[c.index()]
+            .clone()
+            .unwrap_or_else(|| comp_id(c))
     }
 
     /// Mechanisms in front of components, and where each input's streams enter the drawing
@@ -445,6 +546,11 @@ impl Drawing<'_> {
             for &i in &c.inputs {
                 let after_order = if order.is_some() {
                     self.ordered_input(ci, cid, i)
+                } else if self.collapsed[ci].is_some() {
+                    Entry {
+                        node: self.node_of(cid),
+                        headlabel: None,
+                    }
                 } else {
                     Entry {
                         node: comp_id(cid),
@@ -605,7 +711,7 @@ impl Drawing<'_> {
         for (si, s) in df.streams.iter().enumerate() {
             let from = match s.from {
                 Producer::Source(src) => format!("s{}", src.0),
-                Producer::Output(o) => comp_id(df.iface(o).component),
+                Producer::Output(o) => self.node_of(df.iface(o).component),
             };
             let (to, head) = match s.to {
                 Consumer::Sink(k) => (format!("k{}", k.0), None),
@@ -627,8 +733,14 @@ impl Drawing<'_> {
                 ),
                 None => format!("{} → {}", s.from_text, s.to_text),
             };
+            // Inside a collapsed box, a stream is not drawn.
+            if from == to && from.starts_with('x') {
+                continue;
+            }
             let mut a = stream_attrs_with(self.an.labels.stream[si], df, &tooltip, added);
-            if let Producer::Output(o) = s.from {
+            if let Producer::Output(o) = s.from
+                && self.collapsed[df.iface(o).component.index()].is_none()
+            {
                 a.push(attr("taillabel", &df.iface(o).name));
             }
             if let Some(h) = head {
@@ -646,9 +758,11 @@ impl Drawing<'_> {
                 let l = self.an.labels.iface[i];
                 let name = df.iface_name(IfaceId(i as u32));
                 let mut a = stream_attrs(l, df, &format!("{name} (not consumed)"));
-                a.push(attr("taillabel", &f.name));
+                if self.collapsed[f.component.index()].is_none() {
+                    a.push(attr("taillabel", &f.name));
+                }
                 self.stmts
-                    .push(edge(&comp_id(f.component), &format!("k{}", k.0), a));
+                    .push(edge(&self.node_of(f.component), &format!("k{}", k.0), a));
             }
         }
     }
