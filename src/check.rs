@@ -85,6 +85,10 @@ pub struct ModuleSummary {
     pub inputs: Vec<String>,
     pub outputs: Vec<String>,
     pub summary: crate::analysis::summary::Summary,
+    /// The points of order the file has checked on its own, by component name and path index:
+    /// a point of an instance that is not among them exists only because of how the outer
+    /// graph feeds the instance.
+    pub points: Vec<(String, usize)>,
 }
 
 impl Analysed {
@@ -330,6 +334,9 @@ fn check_here(
         diags.append(&mut found);
         diagnostic::sort(&mut diags);
     }
+    if !summaries_of_modules.is_empty() {
+        outer_feeds(&dataflow, &files, &summaries_of_modules, &mut diags);
+    }
     let denied = lints.apply(&mut diags);
     FileReport {
         path: path.to_string(),
@@ -385,8 +392,58 @@ fn module_summaries(files: &Files, options: &Options) -> Vec<ModuleSummary> {
                 instances,
                 inputs: df.sources.iter().map(|s| s.name.clone()).collect(),
                 outputs: df.sinks.iter().map(|s| s.name.clone()).collect(),
+                points: a
+                    .analysis
+                    .points
+                    .iter()
+                    .map(|p| (df.component(p.component).name.clone(), p.path))
+                    .collect(),
                 summary: crate::analysis::summary::summarize(&a.dataflow),
             })
         })
         .collect()
+}
+
+/// Says, under each point of order of an instance that its file checked on its own does not
+/// have, that the outer graph's feed makes it, pointing at the `use:` as well.
+fn outer_feeds(
+    df: &Dataflow,
+    files: &Files,
+    summaries: &[ModuleSummary],
+    diags: &mut [Diagnostic],
+) {
+    for d in diags.iter_mut() {
+        let Some(diagnostic::Subject::Point { component, path }) = d.subject else {
+            continue;
+        };
+        let c = df.component(component);
+        let at = files.locate(c.span);
+        let Some(u) = files.regions.get(at.region).and_then(|r| r.used.as_ref()) else {
+            continue;
+        };
+        let Some(file) = at.file.map(|f| &files.files[f].path) else {
+            continue;
+        };
+        let Some(m) = summaries.iter().find(|m| &m.file == file) else {
+            continue;
+        };
+        let inner = c
+            .name
+            .strip_prefix(&format!("{}.", u.instance))
+            .unwrap_or(&c.name);
+        if m.points
+            .iter()
+            .any(|(n, p)| n == inner && *p == path as usize)
+        {
+            continue;
+        }
+        d.related.push(diagnostic::Note {
+            span: u.at,
+            text: format!(
+                "only because of how `{}` is fed here: `{file}` checked on its own has no point of order at `{inner}`",
+                u.instance
+            )
+            .into(),
+        });
+    }
 }

@@ -1202,3 +1202,61 @@ fn render_collapse_draws_each_instance_as_its_summary() {
         assert_eq!(svg.status.code(), Some(0), "{}", stderr(&svg));
     }
 }
+
+/// A point of order that exists only because of how the outer graph feeds a module (its file,
+/// checked on its own, seals the input) says so, pointing at the `use:`. Control: the report
+/// service, whose point is there on its own too, gets no such note.
+#[test]
+fn a_point_made_by_the_outer_feed_says_so() {
+    let files = BTreeMap::from([
+        (
+            "f/count.yaml".to_string(),
+            "sources:\n  events: { seal: [k] }\ncomponents:\n  Count:\n    paths:\n      - { from: in, to: out, label: OW, gate: [k] }\nstreams:\n  - { from: events, to: Count.in }\n  - { from: Count.out, to: counts }\nsinks:\n  counts: {}\n".to_string(),
+        ),
+        (
+            "f/feed.yaml".to_string(),
+            "sources:\n  raw: {}\ncomponents:\n  C: { use: count.yaml }\nstreams:\n  - { from: raw, to: C.events }\n  - { from: C.counts, to: db }\nsinks:\n  db: {}\n".to_string(),
+        ),
+    ]);
+    let r = check_system(&files, "f/feed.yaml");
+    let d = r
+        .diagnostics()
+        .iter()
+        .find(|d| d.code.id == "C001")
+        .expect("the point");
+    let note = d
+        .related
+        .iter()
+        .find(|n| n.text.contains("only because of how `C` is fed here"))
+        .expect("the outer-feed note");
+    assert_eq!(r.locate(note.span).0, "f/feed.yaml");
+    assert!(
+        note.text
+            .contains("`f/count.yaml` checked on its own has no point of order at `Count`")
+    );
+
+    let root = root();
+    let mut system = BTreeMap::new();
+    for p in [
+        "specs/system/poor.yaml",
+        "specs/system/services/ad-server.yaml",
+        "specs/system/services/report.yaml",
+        "specs/system/services/cache.yaml",
+    ] {
+        system.insert(
+            p.to_string(),
+            std::fs::read_to_string(root.join(p)).unwrap(),
+        );
+    }
+    let r = check_system(&system, "specs/system/poor.yaml");
+    let d = r
+        .diagnostics()
+        .iter()
+        .find(|d| d.code.id == "C002")
+        .expect("the report's point");
+    assert!(
+        !d.related.iter().any(|n| n.text.contains("only because")),
+        "{:?}",
+        d.related
+    );
+}
