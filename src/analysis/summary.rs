@@ -25,7 +25,7 @@ use super::fixpoint::propagate_from;
 /// The most evaluations of a dataflow (module or grey box, weighted by its size) a summary
 /// may take: a module with many inputs and attributes is answered "too big" rather than
 /// searched for minutes.
-pub const MAX_WORK: u64 = 40_000_000;
+pub const MAX_WORK: u64 = 8_000_000;
 
 /// The most attributes whose every subset is a candidate gate; past it, the candidates are
 /// the module's own gates, the empty gate and all of them.
