@@ -331,8 +331,7 @@ fn pairs(df: &Dataflow) -> Vec<(usize, usize)> {
 
 /// The interfaces data from source `si` reaches.
 fn reach_from_source(df: &Dataflow, si: usize) -> BTreeSet<IfaceId> {
-    let mut seen = BTreeSet::new();
-    let mut stack: Vec<IfaceId> = df.sources[si]
+    let start = df.sources[si]
         .streams
         .iter()
         .filter_map(|s| match df.streams[s.index()].to {
@@ -340,35 +339,13 @@ fn reach_from_source(df: &Dataflow, si: usize) -> BTreeSet<IfaceId> {
             Consumer::Sink(_) => None,
         })
         .collect();
-    while let Some(i) = stack.pop() {
-        if !seen.insert(i) {
-            continue;
-        }
-        let f = df.iface(i);
-        let c = df.component(f.component);
-        match f.direction {
-            crate::graph::Direction::Input => {
-                stack.extend(c.paths.iter().filter(|p| p.input == i).map(|p| p.output));
-            }
-            crate::graph::Direction::Output => {
-                stack.extend(
-                    f.streams
-                        .iter()
-                        .filter_map(|s| match df.streams[s.index()].to {
-                            Consumer::Input(x) => Some(x),
-                            Consumer::Sink(_) => None,
-                        }),
-                );
-            }
-        }
-    }
-    seen
+    reach(df, start, true)
 }
 
 /// The interfaces from which data reaches sink `ki`.
 fn reach_to_sink(df: &Dataflow, ki: usize) -> BTreeSet<IfaceId> {
     let sink = &df.sinks[ki];
-    let mut stack: Vec<IfaceId> = sink
+    let start = sink
         .streams
         .iter()
         .filter_map(|s| match df.streams[s.index()].from {
@@ -377,6 +354,13 @@ fn reach_to_sink(df: &Dataflow, ki: usize) -> BTreeSet<IfaceId> {
         })
         .chain(sink.implicit)
         .collect();
+    reach(df, start, false)
+}
+
+/// The interfaces reachable from `stack` along paths and streams, downstream when `forward`,
+/// else upstream.
+fn reach(df: &Dataflow, mut stack: Vec<IfaceId>, forward: bool) -> BTreeSet<IfaceId> {
+    use crate::graph::Direction;
     let mut seen = BTreeSet::new();
     while let Some(i) = stack.pop() {
         if !seen.insert(i) {
@@ -384,20 +368,27 @@ fn reach_to_sink(df: &Dataflow, ki: usize) -> BTreeSet<IfaceId> {
         }
         let f = df.iface(i);
         let c = df.component(f.component);
-        match f.direction {
-            crate::graph::Direction::Output => {
-                stack.extend(c.paths.iter().filter(|p| p.output == i).map(|p| p.input));
-            }
-            crate::graph::Direction::Input => {
-                stack.extend(
-                    f.streams
-                        .iter()
-                        .filter_map(|s| match df.streams[s.index()].from {
-                            Producer::Output(o) => Some(o),
-                            Producer::Source(_) => None,
-                        }),
-                );
-            }
+        // Through the component from the side data enters, along streams from the other.
+        let through = if forward {
+            Direction::Input
+        } else {
+            Direction::Output
+        };
+        if f.direction == through {
+            stack.extend(c.paths.iter().filter_map(|p| match forward {
+                true if p.input == i => Some(p.output),
+                false if p.output == i => Some(p.input),
+                _ => None,
+            }));
+        } else {
+            stack.extend(f.streams.iter().filter_map(|s| {
+                let s = &df.streams[s.index()];
+                match (forward, s.to, s.from) {
+                    (true, Consumer::Input(x), _) => Some(x),
+                    (false, _, Producer::Output(o)) => Some(o),
+                    _ => None,
+                }
+            }));
         }
     }
     seen

@@ -24,18 +24,6 @@ pub struct Declared {
     pub paths: Vec<PathDecl>,
 }
 
-fn gate_of(g: &Option<GateDecl>) -> Option<DerivedGate> {
-    g.as_ref().map(|g| match g {
-        GateDecl::Star(_) => DerivedGate::Star,
-        GateDecl::Keys(k) => {
-            let mut v: Vec<String> = k.names.iter().map(|n| n.text.clone()).collect();
-            v.sort();
-            v.dedup();
-            DerivedGate::Keys(v)
-        }
-    })
-}
-
 fn signature(a: crate::label::Annotation, g: &Option<DerivedGate>) -> String {
     match g {
         Some(g) => format!("{}({})", a.as_str(), g.show()),
@@ -83,7 +71,7 @@ pub fn check(declared: &[Declared], summaries: &[ModuleSummary], files: &Files) 
             }
         };
         for p in &d.paths {
-            let declared_gate = gate_of(&p.gate);
+            let declared_gate = p.gate.as_ref().map(GateDecl::as_derived);
             let declared = signature(p.label, &declared_gate);
             let (from, to) = (&p.from.text, &p.to.text);
             if !m.inputs.contains(from) || !m.outputs.contains(to) {

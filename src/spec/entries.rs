@@ -766,15 +766,7 @@ impl Validator<'_> {
                 .iter()
                 .find(|p| p.note.is_none() && p.from.text == d.from && p.to.text == d.to)
             {
-                let declared_gate = p.gate.as_ref().map(|g| match g {
-                    GateDecl::Star(_) => DerivedGate::Star,
-                    GateDecl::Keys(k) => {
-                        let mut v: Vec<String> = k.names.iter().map(|n| n.text.clone()).collect();
-                        v.sort();
-                        v.dedup();
-                        DerivedGate::Keys(v)
-                    }
-                });
+                let declared_gate = p.gate.as_ref().map(GateDecl::as_derived);
                 let c = whitebox::coverage(
                     p.label,
                     declared_gate.as_ref(),

@@ -48,6 +48,20 @@ pub enum GateDecl {
 }
 
 impl GateDecl {
+    /// The gate as names: `*`, or the attributes sorted and without repeats, as a white box's
+    /// derivation or a module's summary gives them, so that they compare.
+    pub fn as_derived(&self) -> crate::whitebox::DerivedGate {
+        match self {
+            GateDecl::Star(_) => crate::whitebox::DerivedGate::Star,
+            GateDecl::Keys(k) => {
+                let mut v: Vec<String> = k.names.iter().map(|n| n.text.clone()).collect();
+                v.sort();
+                v.dedup();
+                crate::whitebox::DerivedGate::Keys(v)
+            }
+        }
+    }
+
     /// Where the gate is written.
     pub fn span(&self) -> Span {
         match self {
