@@ -226,6 +226,20 @@ pub fn summarize(df: &Dataflow) -> Summary {
     // The structural guess first (it is usually the answer), then every combination in order,
     // while the budget lasts.
     let mut choice = vec![0usize; pairs.len()];
+    // The grey box's paths for a choice of a candidate per pair.
+    let chosen = |choice: &[usize]| -> Vec<SummaryPath> {
+        pairs
+            .iter()
+            .zip(choice)
+            .enumerate()
+            .map(|(p, (&(i, o), &c))| SummaryPath {
+                from: inputs[i].clone(),
+                to: outputs[o].clone(),
+                annotation: candidates[p][c].0,
+                gate: candidates[p][c].1.clone(),
+            })
+            .collect()
+    };
     'search: loop {
         for replicated in [replicated_guess, !replicated_guess] {
             tried += 1;
@@ -241,34 +255,14 @@ pub fn summarize(df: &Dataflow) -> Summary {
                 None => {
                     return Summary::Exact(GreyBox {
                         replicated,
-                        paths: pairs
-                            .iter()
-                            .zip(&choice)
-                            .enumerate()
-                            .map(|(p, (&(i, o), &c))| SummaryPath {
-                                from: inputs[i].clone(),
-                                to: outputs[o].clone(),
-                                annotation: candidates[p][c].0,
-                                gate: candidates[p][c].1.clone(),
-                            })
-                            .collect(),
+                        paths: chosen(&choice),
                     });
                 }
                 Some((miss, grey_gives)) => {
                     if first_miss.is_none() {
-                        let shown: Vec<String> = pairs
+                        let shown: Vec<String> = chosen(&choice)
                             .iter()
-                            .zip(&choice)
-                            .enumerate()
-                            .map(|(p, (&(i, o), &c))| {
-                                let path = SummaryPath {
-                                    from: inputs[i].clone(),
-                                    to: outputs[o].clone(),
-                                    annotation: candidates[p][c].0,
-                                    gate: candidates[p][c].1.clone(),
-                                };
-                                format!("{} -> {}: {}", path.from, path.to, path.signature())
-                            })
+                            .map(|p| format!("{} -> {}: {}", p.from, p.to, p.signature()))
                             .collect();
                         first_miss = Some(format!(
                             "{miss}, where the nearest grey box ({}{}) gives {}",
