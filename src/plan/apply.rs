@@ -367,74 +367,63 @@ pub fn apply_in(text: &str, spec: &Spec, edits: &[Edit], syntax: Syntax) -> Resu
         .iter()
         .map(|c| (c.name.text.as_str(), c))
         .collect();
-    let mut splices: Vec<Splice> = Vec::new();
+    let mut targets: Vec<Target> = Vec::with_capacity(edits.len());
     for e in edits {
-        match e {
+        targets.push(match e {
             Edit::StreamSeal {
                 index,
                 from,
                 to,
                 key,
-            } => {
-                let what = format!("the stream {from} -> {to}");
-                let decl = spec
+            } => Target::StreamSeal {
+                decl: spec
                     .streams
                     .get(*index)
                     .filter(|d| d.from.text == *from && d.to.text == *to)
-                    .ok_or_else(|| format!("the spec has no {what}"))?;
-                let value = syntax.list(key);
-                let entry = syntax.entry("seal", &value);
-                splices.push(match &decl.seal {
-                    Some(list) => replace_list(text, list, &value, &format!("the seal of {what}"))?,
-                    None if !text[decl.span.offset..].starts_with('{') => {
-                        entry_after(text, decl, &entry, &what)?
-                    }
-                    None => insert_entry(text, decl.span.offset, &entry, &what)?,
-                });
-            }
-            Edit::Order { component, key } => {
-                let what = format!("component `{component}`");
-                let decl = components
+                    .ok_or_else(|| format!("the spec has no stream {from} -> {to}"))?,
+                key,
+            },
+            Edit::Order { component, key } => Target::Order {
+                decl: components
                     .get(component.as_str())
-                    .ok_or_else(|| format!("the spec has no {what}"))?;
-                let value = key
-                    .as_ref()
-                    .map_or_else(|| syntax.scalar("global"), |k| syntax.list(k));
-                splices.push(match &decl.order {
-                    Some(OrderDecl::Keys(list)) => {
-                        replace_list(text, list, &value, &format!("the order of {what}"))?
-                    }
-                    Some(OrderDecl::Global(span)) => Splice {
-                        offset: span.offset,
-                        len: span.len,
-                        text: value,
-                    },
-                    None => insert_entry(
-                        text,
-                        decl.body.offset,
-                        &syntax.entry("order", &value),
-                        &what,
-                    )?,
-                });
-            }
-            Edit::Seal { source, key } => {
-                let what = format!("source `{source}`");
-                let decl = sources
+                    .ok_or_else(|| format!("the spec has no component `{component}`"))?,
+                key: key.as_deref(),
+            },
+            Edit::Seal { source, key } => Target::Seal {
+                decl: sources
                     .get(source.as_str())
-                    .ok_or_else(|| format!("the spec has no {what}"))?;
-                let value = syntax.list(key);
-                let entry = syntax.entry("seal", &value);
-                let is_flow = text[decl.body.offset..].starts_with('{');
-                splices.push(match &decl.seal {
-                    Some(list) => replace_list(text, list, &value, &format!("the seal of {what}"))?,
-                    // A mapping with no field at all is the null form (`name:`).
-                    None if !is_flow && decl.sealable.is_empty() => {
-                        fill_null(text, decl.name.span.end(), &entry, &what, syntax)?
-                    }
-                    None => insert_entry(text, decl.body.offset, &entry, &what)?,
-                });
-            }
-        }
+                    .ok_or_else(|| format!("the spec has no source `{source}`"))?,
+                key,
+            },
+        });
+    }
+    splice_targets(text, &targets, syntax)
+}
+
+/// An edit with the declaration of the text's spec it goes into.
+#[derive(Clone, Copy, Debug)]
+pub enum Target<'s> {
+    Seal {
+        decl: &'s spec::SourceDecl,
+        key: &'s [String],
+    },
+    StreamSeal {
+        decl: &'s spec::StreamDecl,
+        key: &'s [String],
+    },
+    /// `key: None` is `order: global`.
+    Order {
+        decl: &'s spec::ComponentDecl,
+        key: Option<&'s [String]>,
+    },
+}
+
+/// Writes each target's entry into `text`, the text its declarations were read from. Fails
+/// (with a message naming the place) where the text has a shape the edit cannot handle.
+pub fn splice_targets(text: &str, targets: &[Target], syntax: Syntax) -> Result<String, String> {
+    let mut splices: Vec<Splice> = Vec::with_capacity(targets.len());
+    for t in targets {
+        splices.push(splice(text, *t, syntax)?);
     }
     // One pass over the text: splicing in place would move the tail once per edit.
     splices.sort_by_key(|s| s.offset);
@@ -448,6 +437,57 @@ pub fn apply_in(text: &str, spec: &Spec, edits: &[Edit], syntax: Syntax) -> Resu
     }
     out.push_str(&text[at..]);
     Ok(out)
+}
+
+fn splice(text: &str, target: Target, syntax: Syntax) -> Result<Splice, String> {
+    Ok(match target {
+        Target::StreamSeal { decl, key } => {
+            let what = format!("the stream {} -> {}", decl.from.text, decl.to.text);
+            let value = syntax.list(key);
+            let entry = syntax.entry("seal", &value);
+            match &decl.seal {
+                Some(list) => replace_list(text, list, &value, &format!("the seal of {what}"))?,
+                None if !text[decl.span.offset..].starts_with('{') => {
+                    entry_after(text, decl, &entry, &what)?
+                }
+                None => insert_entry(text, decl.span.offset, &entry, &what)?,
+            }
+        }
+        Target::Order { decl, key } => {
+            let what = format!("component `{}`", decl.name.text);
+            let value = key.map_or_else(|| syntax.scalar("global"), |k| syntax.list(k));
+            match &decl.order {
+                Some(OrderDecl::Keys(list)) => {
+                    replace_list(text, list, &value, &format!("the order of {what}"))?
+                }
+                Some(OrderDecl::Global(span)) => Splice {
+                    offset: span.offset,
+                    len: span.len,
+                    text: value,
+                },
+                None => insert_entry(
+                    text,
+                    decl.body.offset,
+                    &syntax.entry("order", &value),
+                    &what,
+                )?,
+            }
+        }
+        Target::Seal { decl, key } => {
+            let what = format!("source `{}`", decl.name.text);
+            let value = syntax.list(key);
+            let entry = syntax.entry("seal", &value);
+            let is_flow = text[decl.body.offset..].starts_with('{');
+            match &decl.seal {
+                Some(list) => replace_list(text, list, &value, &format!("the seal of {what}"))?,
+                // A mapping with no field at all is the null form (`name:`).
+                None if !is_flow && decl.sealable.is_empty() => {
+                    fill_null(text, decl.name.span.end(), &entry, &what, syntax)?
+                }
+                None => insert_entry(text, decl.body.offset, &entry, &what)?,
+            }
+        }
+    })
 }
 
 /// What the spec becomes once the plan is applied: a copy of the dataflow carrying the
