@@ -101,7 +101,7 @@ fn plan_and_draw(r: &FileReport, a: &check::Analysed, options: &Options) -> Stri
         .expect("writing to memory does not fail");
     }
     if plan.status != crate::plan::Status::Unrepairable
-        && let Ok(edited) =
+        && let Ok((edited, _)) =
             crate::plan::apply::apply_verified(&r.text, &plan, &options.limits, options.fail_on)
     {
         let again = check::check_bytes("applied.yaml", edited.as_bytes(), options);

@@ -327,6 +327,51 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// A composed spec's plan, written into its files, repairs it as `blazes check` reads the
+    /// files again; the only refusal is instances of the shared module needing different
+    /// edits.
+    #[test]
+    fn a_composed_plan_written_into_its_files_passes_check(s in system()) {
+        let files = BTreeMap::from([
+            ("sys/module.yaml".to_string(), module_text(&s.module)),
+            ("sys/system.yaml".to_string(), composed_text(&s)),
+        ]);
+        let r = check_system(&files, "sys/system.yaml");
+        let Outcome::Analysed(a) = &r.outcome else { panic!("valid") };
+        let p = plan::plan(&a.dataflow, &plan::Options::default());
+        if p.status != plan::Status::Repaired {
+            return Ok(());
+        }
+        let write = |p: &plan::Plan| plan::apply_composed::apply_composed(
+            &r.path, &r.text, &r.files, &a.dataflow, p, &Default::default(), Default::default(),
+        );
+        match write(&p) {
+            Ok(changes) => {
+                let mut edited = files.clone();
+                for c in &changes {
+                    edited.insert(c.path.clone(), c.after.clone());
+                }
+                let again = check_system(&edited, "sys/system.yaml");
+                prop_assert_eq!(again.exit_code(), check::EXIT_CLEAN, "{:?}", again.diagnostics());
+                // The controls: a changed file put back loses mechanisms the plan needs (it is
+                // irredundant), and the check of the files sees it; a plan of nothing is
+                // refused by the writer's own check.
+                let first = &changes[0];
+                edited.insert(first.path.clone(), files[&first.path].clone());
+                let without = check_system(&edited, "sys/system.yaml");
+                prop_assert_eq!(without.exit_code(), check::EXIT_FINDINGS);
+                let mut none = p.clone();
+                none.mechanisms.clear();
+                prop_assert!(write(&none).is_err());
+            }
+            Err(e) => prop_assert!(e.contains("are instances of one declaration"), "{}", e),
+        }
+    }
+}
+
 /// Two regions using one service file, one of them ordered and replicated.
 fn regions() -> BTreeMap<String, String> {
     BTreeMap::from([
@@ -578,32 +623,186 @@ fn a_finding_in_a_used_file_is_located_there_in_every_format() {
     assert_eq!(c004["line"], 9);
 }
 
+/// Every file under `dir`, by path relative to it, with its bytes.
+fn tree(dir: &std::path::Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// The binary run in `dir`.
+fn run_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_blazes"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+/// A fresh copy of `specs/system/` under the target dir.
+fn system_copy(name: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    for (rel, bytes) in tree(&root().join("specs/system")) {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+    dir
+}
+
 #[test]
-fn plan_apply_refuses_a_composed_spec_and_writes_nothing() {
-    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("compose-apply.yaml");
-    let _ = std::fs::remove_file(&out);
-    let o = blazes(&[
-        "plan",
-        "--apply",
-        out.to_str().unwrap(),
-        "specs/system/poor.yaml",
-    ]);
-    assert_eq!(o.status.code(), Some(2));
+fn plan_in_place_writes_each_mechanism_into_the_file_that_declares_it() {
+    let dir = system_copy("compose-in-place");
+    let before = tree(&dir);
+    let o = run_in(
+        &dir,
+        &["plan", "--in-place", "--format", "json", "poor.yaml"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        doc["files"][0]["applied"],
+        serde_json::json!({
+            "output": "poor.yaml",
+            "status": "written",
+            "message": null,
+            "files": [{
+                "path": "services/report.yaml",
+                "edits": ["`order: [id]` on component `Report` (for `Reports.Report`)"],
+            }],
+        })
+    );
     assert!(
-        stderr(&o).contains("`--apply` does not yet write plans into composed specs"),
+        stderr(&o).contains("wrote the plan into `services/report.yaml`: `order: [id]` on component `Report` (for `Reports.Report`)"),
         "{}",
         stderr(&o)
     );
-    assert!(!out.exists());
-    // The control: the flat ad network's plan is written.
-    let o = blazes(&[
-        "plan",
-        "--apply",
-        out.to_str().unwrap(),
-        "specs/ad-poor.yaml",
-    ]);
+    // Only the report server's file changed, by the one entry, and the system now passes.
+    let after = tree(&dir);
+    for (rel, bytes) in &before {
+        if rel != "services/report.yaml" {
+            assert_eq!(&after[rel], bytes, "{rel} changed");
+        }
+    }
+    assert_eq!(after.len(), before.len(), "no file is added or left behind");
+    let was = String::from_utf8(before["services/report.yaml"].clone()).unwrap();
+    assert_eq!(
+        String::from_utf8(after["services/report.yaml"].clone()).unwrap(),
+        was.replace("  Report:\n", "  Report:\n    order: [id]\n")
+    );
+    assert_eq!(run_in(&dir, &["check", "poor.yaml"]).status.code(), Some(0));
+    // Planned again, it needs nothing and writes nothing.
+    let o = run_in(&dir, &["plan", "--in-place", "poor.yaml"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(out.exists());
+    assert!(stderr(&o).contains("`poor.yaml` needs no change; left as it is"));
+    assert_eq!(tree(&dir), after);
+}
+
+const TWO_FILES_ROOT: &str = "# The module, and a keyed write of its output.\nsources:\n  s1: {}\n  s2: {}\ncomponents:\n  M: { use: MODULE }\n  P:\n    paths:\n      - { from: in, to: out, label: OW, gate: [k] }\nstreams:\n  - { from: s1, to: M.a }\n  - { from: s2, to: M.b }\n  - { from: M.o1, to: P.in }\n  - { from: M.o2, to: db }\n  - { from: P.out, to: db }\nsinks:\n  db: {}\n";
+const TWO_FILES_MODULE: &str = "sources:\n  a: {}\n  b: {}\ncomponents:\n  J:\n    paths:\n      - { from: x, to: out, label: OR, gate: [id] }\n  Y:\n    paths:\n      - { from: y, to: out, label: OW, gate: [k] }\nstreams:\n  - { from: a, to: J.x }\n  - { from: b, to: Y.y }\n  - { from: J.out, to: o1 }\n  - { from: Y.out, to: o2 }\nsinks:\n  o1: {}\n  o2: {}\n";
+
+/// A system whose plan changes its root and the module it uses, the module at `module`.
+fn two_files(name: &str, module: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("svc")).unwrap();
+    std::fs::write(
+        dir.join("root.yaml"),
+        TWO_FILES_ROOT.replace("MODULE", &format!("svc/{module}")),
+    )
+    .unwrap();
+    std::fs::write(dir.join("svc").join(module), TWO_FILES_MODULE).unwrap();
+    dir
+}
+
+#[test]
+fn a_plan_is_written_into_every_file_or_none() {
+    // A module file's name so long that the temporary file beside it cannot be made (names
+    // are at most 255 bytes): the module cannot be written, so the root, staged first, is not
+    // written either. A real failure that holds for root as for any user.
+    let long = format!("{}.yaml", "m".repeat(245));
+    let dir = two_files("compose-all-or-none", &long);
+    let before = tree(&dir);
+    let o = run_in(&dir, &["plan", "--in-place", "root.yaml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "error: nothing written: cannot write `svc/{long}`"
+        )),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        tree(&dir),
+        before,
+        "no file changed and no temporary file is left"
+    );
+    // The control: the same system with a short name is written, both files.
+    let dir = two_files("compose-all-or-none-control", "m.yaml");
+    let before = tree(&dir);
+    let o = run_in(&dir, &["plan", "--in-place", "root.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let after = tree(&dir);
+    assert_ne!(after["root.yaml"], before["root.yaml"]);
+    assert_ne!(after["svc/m.yaml"], before["svc/m.yaml"]);
+    assert_eq!(after.len(), before.len());
+    assert_eq!(run_in(&dir, &["check", "root.yaml"]).status.code(), Some(0));
+}
+
+#[test]
+fn plan_apply_writes_a_composed_copy_only_beside_it_and_only_when_the_root_alone_changes() {
+    let dir = system_copy("compose-apply");
+    let before = tree(&dir);
+    // The plan changes a used file, which a copy of the root cannot carry.
+    let o = run_in(&dir, &["plan", "--apply", "planned.yaml", "poor.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("the plan changes `services/report.yaml` the spec uses, which `--apply` does not write beside a copy; pass --in-place"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(tree(&dir), before);
+    // A plan that changes the root alone (an ordered write after the ad servers).
+    let root = "sources:\n  t: {}\ncomponents:\n  Ads: { use: services/ad-server.yaml }\n  Count:\n    paths:\n      - { from: in, to: out, label: OW, gate: [id] }\nstreams:\n  - { from: t, to: Ads.requests }\n  - { from: Ads.clicks, to: Count.in }\n  - { from: Count.out, to: db }\nsinks:\n  db: {}\n";
+    std::fs::write(dir.join("counts.yaml"), root).unwrap();
+    let other =
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("compose-apply-elsewhere.yaml");
+    let _ = std::fs::remove_file(&other);
+    let o = run_in(
+        &dir,
+        &["plan", "--apply", other.to_str().unwrap(), "counts.yaml"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("its planned copy must be in the same directory"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!other.exists());
+    // The control: beside the root, the copy is written and passes.
+    let o = run_in(&dir, &["plan", "--apply", "planned.yaml", "counts.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("planned.yaml")).unwrap(),
+        root.replace("  Count:\n", "  Count:\n    order: [id]\n")
+    );
+    assert_eq!(
+        run_in(&dir, &["check", "planned.yaml"]).status.code(),
+        Some(0)
+    );
 }
 
 #[test]

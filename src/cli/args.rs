@@ -469,14 +469,16 @@ pub(crate) struct PlanArgs {
     /// Write the spec with the plan's mechanisms recorded in it to OUT (atomically; one spec
     /// only), in the spec's own syntax (a JSON spec stays JSON). Refuses to overwrite SPEC
     /// unless --in-place is given, and an existing OUT that differs unless --force is given
-    /// (it may hold your edits).
+    /// (it may hold your edits). For a composed spec, OUT is a copy of the root beside it, and
+    /// only a plan that changes the root alone can be written there.
     #[arg(long, value_name = "OUT", conflicts_with = "from")]
     pub apply: Option<PathBuf>,
     /// Replace an existing --apply OUT that differs from the planned spec.
     #[arg(long, requires = "apply")]
     pub force: bool,
     /// Write each spec's plan into the spec itself (alone, with one spec, it means
-    /// `--apply SPEC`).
+    /// `--apply SPEC`); for a composed spec, each mechanism into the file that declares its
+    /// component, source or stream, all files or none.
     #[arg(long, conflicts_with = "from")]
     pub in_place: bool,
     /// For CI, like `cargo fmt --check`: exit 1 also when a spec is repairable but not

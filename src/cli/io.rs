@@ -152,6 +152,50 @@ pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so
 /// readers never see a half-written file and a failure leaves the old file intact.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_all_atomically(&[(path, bytes)]).map_err(|(_, e)| e)
+}
+
+/// Writes every file or none: each is staged in a temporary file beside it (keeping the mode
+/// of the file it replaces) before any is renamed into place, and if a rename fails the files
+/// already replaced get their old bytes back. On failure, the path that failed and why.
+pub(crate) fn write_all_atomically(
+    files: &[(&Path, &[u8])],
+) -> Result<(), (PathBuf, std::io::Error)> {
+    let mut staged: Vec<PathBuf> = Vec::with_capacity(files.len());
+    let unstage = |staged: &[PathBuf]| {
+        for t in staged {
+            let _ = std::fs::remove_file(t);
+        }
+    };
+    for (path, bytes) in files {
+        match stage(path, bytes) {
+            Ok(tmp) => staged.push(tmp),
+            Err(e) => {
+                unstage(&staged);
+                return Err((path.to_path_buf(), e));
+            }
+        }
+    }
+    // What each file held, to put back if a later rename fails (`None`: it did not exist).
+    let old: Vec<Option<Vec<u8>>> = files.iter().map(|(p, _)| std::fs::read(p).ok()).collect();
+    for (i, ((path, _), tmp)) in files.iter().zip(&staged).enumerate() {
+        if let Err(e) = std::fs::rename(tmp, path) {
+            unstage(&staged[i..]);
+            for ((done, _), was) in files[..i].iter().zip(&old) {
+                let _ = match was {
+                    Some(bytes) => stage(done, bytes).and_then(|t| std::fs::rename(t, done)),
+                    None => std::fs::remove_file(done),
+                };
+            }
+            return Err((path.to_path_buf(), e));
+        }
+    }
+    Ok(())
+}
+
+/// `bytes` in a synced temporary file beside `path`, with the mode of the file at `path` when
+/// there is one (an in-place edit must not make a script unexecutable or a secret readable).
+fn stage(path: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -164,11 +208,95 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
         name.to_string_lossy(),
         std::process::id()
     ));
-    let result = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    let result = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        if let Ok(m) = std::fs::metadata(path) {
+            f.set_permissions(m.permissions())?;
+        }
+        f.sync_all()
+    });
+    match result {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
     }
-    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("blazes-io-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// Listing of a directory with each file's bytes: what a failed write must leave as it was.
+    fn snapshot(d: &Path) -> Vec<(String, Vec<u8>)> {
+        let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| {
+                let p = e.unwrap().path();
+                let bytes = std::fs::read(&p).unwrap_or_default();
+                (p.file_name().unwrap().to_string_lossy().into_owned(), bytes)
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn every_file_is_written_or_none() {
+        let d = dir("stage");
+        let a = d.join("a.yaml");
+        std::fs::write(&a, "old a").unwrap();
+        let before = snapshot(&d);
+        // The second file's directory does not exist: it cannot be staged, so the first, staged
+        // already, is not renamed into place, and no temporary file is left.
+        let missing = d.join("no/such/b.yaml");
+        let got = write_all_atomically(&[(a.as_path(), b"new a"), (missing.as_path(), b"b")]);
+        assert_eq!(got.unwrap_err().0, missing);
+        assert_eq!(snapshot(&d), before);
+        // The control: both in place.
+        let b = d.join("b.yaml");
+        write_all_atomically(&[(a.as_path(), b"new a"), (b.as_path(), b"b")]).unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), b"new a");
+        assert_eq!(std::fs::read(&b).unwrap(), b"b");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_failed_rename_puts_back_the_files_already_replaced() {
+        let d = dir("rename");
+        let a = d.join("a.yaml");
+        std::fs::write(&a, "old a").unwrap();
+        // A directory where the second file goes: it stages, but the rename onto it fails.
+        let b = d.join("b.yaml");
+        std::fs::create_dir(&b).unwrap();
+        std::fs::write(b.join("keep"), "x").unwrap();
+        let got = write_all_atomically(&[(a.as_path(), b"new a"), (b.as_path(), b"b")]);
+        assert_eq!(got.unwrap_err().0, b);
+        assert_eq!(std::fs::read(&a).unwrap(), b"old a");
+        let names: Vec<String> = snapshot(&d).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["a.yaml", "b.yaml"], "no temporary file is left");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_replaced_file_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = dir("mode");
+        let a = d.join("a.yaml");
+        std::fs::write(&a, "old").unwrap();
+        std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomically(&a, b"new").unwrap();
+        let mode = std::fs::metadata(&a).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 }

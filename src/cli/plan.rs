@@ -2,17 +2,22 @@
 //! format and, with `--apply` or `--in-place`, written into a copy of the spec or the spec.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::args::{Color, PlanArgs};
 use super::import::check_file;
-use super::io::{Access, io_reason, is_stdin, same_file, use_color, write_atomically};
+use super::io::{
+    Access, io_reason, is_stdin, same_file, use_color, write_all_atomically, write_atomically,
+};
 use super::usage_error;
 use crate::check::{EXIT_CLEAN, EXIT_FINDINGS, EXIT_INVALID, FileReport, Options, Outcome};
+use crate::label::FailOn;
+use crate::plan::apply_composed::FileChange;
 use crate::plan::{self, Plan, Status};
 use crate::report::format::{Planned, Settings};
-use crate::report::plan_json::{Applied, AppliedStatus};
+use crate::report::plan_json::{Applied, AppliedFile, AppliedStatus};
 use crate::simulate::verify::{self, Verification};
+use crate::spec::Limits;
 
 /// One spec of `blazes plan`: its report, its plan when it is valid, what `--apply` did, and
 /// the plan's verification by execution.
@@ -139,91 +144,15 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
         };
         let refuted = simulation.as_ref().is_some_and(Verification::refuted);
         let applied = match (&plan, out) {
-            (Some(plan), Some(o)) => {
-                let output = o.display().to_string();
-                Some(if refuted {
-                    // A plan known not to hold is not written where it would be trusted.
-                    let message = format!(
-                        "nothing written to `{output}`: the plan failed its verification by execution"
-                    );
-                    say!("error: {message}");
-                    Applied {
-                        output,
-                        status: AppliedStatus::Skipped,
-                        message: Some(message),
-                    }
-                } else if report.files.is_composed() {
-                    // A mechanism of an instance belongs in the file it was used from; the
-                    // splice edits one text, and writing the flattened names into the checked
-                    // file would name components it does not have.
-                    let message = format!(
-                        "nothing written to `{output}`: `--apply` does not yet write plans into composed specs (`use:`/`dataflow:`); add the mechanisms above by hand, in the file of each component (docs/compose.md)"
-                    );
-                    say!("error: {message}");
-                    Applied {
-                        output,
-                        status: AppliedStatus::Failed,
-                        message: Some(message),
-                    }
-                } else if plan.status == Status::Unrepairable {
-                    let message =
-                        format!("nothing written to `{output}`: the plan cannot repair this spec");
-                    say!("error: {message}");
-                    Applied {
-                        output,
-                        status: AppliedStatus::Skipped,
-                        message: Some(message),
-                    }
-                } else {
-                    let edited =
-                        plan::apply::apply_verified(&report.text, plan, &limits, options.fail_on);
-                    // What OUT holds now: the spec itself under --in-place, else whatever
-                    // file is there (a previous plan, or the user's own edits).
-                    let existing = match args.in_place {
-                        true => Some(report.text.clone().into_bytes()),
-                        false => std::fs::read(&o).ok(),
-                    };
-                    // Rewriting an unchanged file would still bump its modification time and
-                    // trigger watchers and rebuilds for nothing.
-                    let unchanged = matches!((&edited, &existing), (Ok(t), Some(e)) if t.as_bytes() == e.as_slice());
-                    let clobbers = !args.in_place && !args.force && existing.is_some();
-                    let written = edited.and_then(|t| match (unchanged, clobbers) {
-                        (true, _) => Ok(()),
-                        (false, true) => Err(format!(
-                            "refusing to overwrite `{output}`, which exists and differs (it may hold your edits); pass --force to replace it, or --apply another file"
-                        )),
-                        (false, false) => write_atomically(&o, t.as_bytes()).map_err(|e| {
-                            format!("cannot write `{output}`: {}", io_reason(&e, Access::Write))
-                        }),
-                    });
-                    match written {
-                        Ok(()) if unchanged => {
-                            say!("`{output}` needs no change; left as it is");
-                            Applied {
-                                output,
-                                status: AppliedStatus::Unchanged,
-                                message: None,
-                            }
-                        }
-                        Ok(()) => {
-                            say!("wrote the planned spec to `{output}`");
-                            Applied {
-                                output,
-                                status: AppliedStatus::Written,
-                                message: None,
-                            }
-                        }
-                        Err(e) => {
-                            say!("error: {e}");
-                            Applied {
-                                output,
-                                status: AppliedStatus::Failed,
-                                message: Some(e),
-                            }
-                        }
-                    }
-                })
-            }
+            (Some(plan), Some(o)) => Some(apply(
+                args,
+                &report,
+                plan,
+                &o,
+                refuted,
+                &limits,
+                options.fail_on,
+            )),
             _ => None,
         };
         outcomes.push(PlanOutcome {
@@ -266,6 +195,221 @@ pub(crate) fn run(args: &PlanArgs) -> i32 {
         }
     }
     code
+}
+
+/// What `--apply`/`--in-place` does with one spec's plan, written to `o` (the root's output),
+/// and said on standard error.
+fn apply(
+    args: &PlanArgs,
+    report: &FileReport,
+    plan: &Plan,
+    o: &Path,
+    refuted: bool,
+    limits: &Limits,
+    fail_on: FailOn,
+) -> Applied {
+    let output = o.display().to_string();
+    let outcome = if refuted {
+        // A plan known not to hold is not written where it would be trusted.
+        Err((
+            AppliedStatus::Skipped,
+            format!("nothing written to `{output}`: the plan failed its verification by execution"),
+        ))
+    } else if plan.status == Status::Unrepairable {
+        Err((
+            AppliedStatus::Skipped,
+            format!("nothing written to `{output}`: the plan cannot repair this spec"),
+        ))
+    } else if report.files.is_composed() {
+        apply_files(args, report, plan, o, limits, fail_on)
+    } else {
+        apply_flat(args, report, plan, o, limits, fail_on)
+    };
+    match outcome {
+        Ok(files) if files.is_empty() => {
+            say!("`{output}` needs no change; left as it is");
+            Applied {
+                output,
+                status: AppliedStatus::Unchanged,
+                message: None,
+                files,
+            }
+        }
+        Ok(files) => {
+            for f in &files {
+                match report.files.is_composed() {
+                    true => say!("wrote the plan into `{}`: {}", f.path, f.edits.join("; ")),
+                    false => say!("wrote the planned spec to `{}`", f.path),
+                }
+            }
+            Applied {
+                output,
+                status: AppliedStatus::Written,
+                message: None,
+                files,
+            }
+        }
+        Err((status, message)) => {
+            say!("error: {message}");
+            Applied {
+                output,
+                status,
+                message: Some(message),
+                files: Vec::new(),
+            }
+        }
+    }
+}
+
+type ApplyResult = Result<Vec<AppliedFile>, (AppliedStatus, String)>;
+
+/// A flat spec's plan, written to `o`: the files written (none when `o` already holds it).
+fn apply_flat(
+    args: &PlanArgs,
+    report: &FileReport,
+    plan: &Plan,
+    o: &Path,
+    limits: &Limits,
+    fail_on: FailOn,
+) -> ApplyResult {
+    let output = o.display().to_string();
+    let failed = |m: String| (AppliedStatus::Failed, m);
+    let (text, edits) =
+        plan::apply::apply_verified(&report.text, plan, limits, fail_on).map_err(failed)?;
+    // What OUT holds now: the spec itself under --in-place, else whatever file is there (a
+    // previous plan, or the user's own edits).
+    let existing = match args.in_place {
+        true => Some(report.text.clone().into_bytes()),
+        false => std::fs::read(o).ok(),
+    };
+    // Rewriting an unchanged file would still bump its modification time and trigger
+    // watchers and rebuilds for nothing.
+    if existing.as_deref() == Some(text.as_bytes()) {
+        return Ok(Vec::new());
+    }
+    if !args.in_place && !args.force && existing.is_some() {
+        return Err(failed(format!(
+            "refusing to overwrite `{output}`, which exists and differs (it may hold your edits); pass --force to replace it, or --apply another file"
+        )));
+    }
+    write_atomically(o, text.as_bytes()).map_err(|e| {
+        failed(format!(
+            "cannot write `{output}`: {}",
+            io_reason(&e, Access::Write)
+        ))
+    })?;
+    Ok(vec![AppliedFile {
+        path: output,
+        edits: edits.iter().map(plan::apply::Edit::describe).collect(),
+    }])
+}
+
+/// A composed spec's plan, each mechanism written into the file that declares what it acts
+/// on: the root's edits to `o`, a used file's in place (with `--in-place` only: a copy of the
+/// root elsewhere would not be what the used files are used by). All files or none.
+fn apply_files(
+    args: &PlanArgs,
+    report: &FileReport,
+    plan: &Plan,
+    o: &Path,
+    limits: &Limits,
+    fail_on: FailOn,
+) -> ApplyResult {
+    let output = o.display().to_string();
+    let failed = |m: String| (AppliedStatus::Failed, m);
+    let Outcome::Analysed(a) = &report.outcome else {
+        return Err(failed(format!(
+            "nothing written to `{output}`: the spec is invalid"
+        )));
+    };
+    let changes = plan::apply_composed::apply_composed(
+        &report.path,
+        &report.text,
+        &report.files,
+        &a.dataflow,
+        plan,
+        limits,
+        fail_on,
+    )
+    .map_err(|e| failed(format!("nothing written: {e}")))?;
+    let used: Vec<&str> = changes
+        .iter()
+        .filter(|c| c.file.is_some())
+        .map(|c| c.path.as_str())
+        .collect();
+    if !args.in_place {
+        if !used.is_empty() {
+            return Err(failed(format!(
+                "nothing written to `{output}`: the plan changes {} the spec uses, which `--apply` does not write beside a copy; pass --in-place to write the plan into every file it changes",
+                used.iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let spec_dir = std::fs::canonicalize(parent(Path::new(&report.path)));
+        let out_dir = std::fs::canonicalize(parent(o));
+        if !matches!((&spec_dir, &out_dir), (Ok(a), Ok(b)) if a == b) {
+            return Err(failed(format!(
+                "nothing written to `{output}`: a composed spec's `use:` paths are relative to its file, so its planned copy must be in the same directory; --apply a file beside `{}`, or pass --in-place",
+                report.path
+            )));
+        }
+        let root = changes.iter().find(|c| c.file.is_none());
+        let text = root.map_or(report.text.as_str(), |c| c.after.as_str());
+        let existing = std::fs::read(o).ok();
+        if existing.as_deref() == Some(text.as_bytes()) {
+            return Ok(Vec::new());
+        }
+        if !args.force && existing.is_some() {
+            return Err(failed(format!(
+                "refusing to overwrite `{output}`, which exists and differs (it may hold your edits); pass --force to replace it, or --apply another file"
+            )));
+        }
+        write_atomically(o, text.as_bytes()).map_err(|e| {
+            failed(format!(
+                "cannot write `{output}`: {}",
+                io_reason(&e, Access::Write)
+            ))
+        })?;
+        return Ok(vec![AppliedFile {
+            path: output,
+            edits: root.map(|c| c.edits.clone()).unwrap_or_default(),
+        }]);
+    }
+    let targets: Vec<(PathBuf, &FileChange)> = changes
+        .iter()
+        .map(|c| match c.file {
+            None => (o.to_path_buf(), c),
+            Some(_) => (PathBuf::from(&c.path), c),
+        })
+        .collect();
+    let writes: Vec<(&Path, &[u8])> = targets
+        .iter()
+        .map(|(p, c)| (p.as_path(), c.after.as_bytes()))
+        .collect();
+    write_all_atomically(&writes).map_err(|(p, e)| {
+        failed(format!(
+            "nothing written: cannot write `{}`: {}",
+            p.display(),
+            io_reason(&e, Access::Write)
+        ))
+    })?;
+    Ok(targets
+        .into_iter()
+        .map(|(p, c)| AppliedFile {
+            path: p.display().to_string(),
+            edits: c.edits.clone(),
+        })
+        .collect())
+}
+
+/// The directory of a path as a path to open (`.` for a bare file name).
+fn parent(p: &Path) -> &Path {
+    match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
 }
 
 #[cfg(test)]

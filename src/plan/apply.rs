@@ -98,6 +98,38 @@ pub fn edits(plan: &Plan, spec: &Spec) -> Vec<Edit> {
     out
 }
 
+/// The edits of a plan named as `df`, the dataflow it was made for, names them: for a composed
+/// spec, by the instances' flat names (`Eu.Billing.Join`), what the spec expands to again once
+/// the edits are in its files.
+pub fn edits_of(plan: &Plan, df: &Dataflow) -> Vec<Edit> {
+    let mut out = Vec::new();
+    for m in &plan.mechanisms {
+        match m.choice {
+            Choice::AddSeal { source, .. } => out.push(Edit::Seal {
+                source: df.sources[source.index()].name.clone(),
+                key: m.key.clone(),
+            }),
+            Choice::SealStream { stream, .. } => {
+                let st = &df.streams[stream.index()];
+                out.push(Edit::StreamSeal {
+                    index: stream.index(),
+                    from: st.from_text.clone(),
+                    to: st.to_text.clone(),
+                    key: m.key.clone(),
+                });
+            }
+            Choice::Order { order, .. } => out.extend(m.components.iter().map(|c| Edit::Order {
+                component: df.components[c.index()].name.clone(),
+                key: match order {
+                    Order::Global => None,
+                    Order::Keys(_) => Some(m.key.clone()),
+                },
+            })),
+        }
+    }
+    out
+}
+
 /// The syntax edits are written in: the spec's own ([`Syntax::of`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Syntax {
@@ -530,7 +562,7 @@ pub fn apply_verified(
     plan: &Plan,
     limits: &Limits,
     fail_on: FailOn,
-) -> Result<String, String> {
+) -> Result<(String, Vec<Edit>), String> {
     let (spec, diags) = spec::parse(text, limits);
     let Some(spec) = spec.filter(|_| {
         diags
@@ -563,6 +595,18 @@ pub fn apply_verified(
     {
         return Err(format!("the edited spec is invalid: {}", d.message));
     }
+    carries(&df, &edits)?;
+    let a = analysis::verdicts(&mut df, fail_on);
+    if a.failing() {
+        return Err("the edited spec still fails `blazes check`".to_string());
+    }
+    Ok((out, edits))
+}
+
+/// Whether `df`, read back from an edited spec, carries every edit: the planned seal on each
+/// source and stream, the planned order on each component. An edit the reader does not see
+/// is an error naming it.
+pub(crate) fn carries(df: &Dataflow, edits: &[Edit]) -> Result<(), String> {
     let components: HashMap<&str, usize> = df
         .components
         .iter()
@@ -578,7 +622,7 @@ pub fn apply_verified(
     let sealed_as = |k: crate::label::KeySet, key: &[String]| {
         Label::Seal(k).display(&df.keys) == format!("Seal({})", key.join(", "))
     };
-    for e in &edits {
+    for e in edits {
         let ok = match e {
             Edit::StreamSeal {
                 index,
@@ -615,9 +659,5 @@ pub fn apply_verified(
             ));
         }
     }
-    let a = analysis::verdicts(&mut df, fail_on);
-    if a.failing() {
-        return Err("the edited spec still fails `blazes check`".to_string());
-    }
-    Ok(out)
+    Ok(())
 }

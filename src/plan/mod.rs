@@ -30,6 +30,7 @@
 
 pub mod advice;
 pub mod apply;
+pub mod apply_composed;
 mod candidates;
 mod cost;
 mod evaluator;

@@ -31,6 +31,17 @@ pub struct Applied {
     pub status: AppliedStatus,
     /// Why nothing was written (`skipped`, `failed`).
     pub message: Option<String>,
+    /// The files written (`written`): the output, and with `--in-place` on a composed spec
+    /// every used file the plan changed.
+    pub files: Vec<AppliedFile>,
+}
+
+/// One file `--apply` or `--in-place` wrote, and what it added there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppliedFile {
+    pub path: String,
+    /// Each edit in the file's own words (`` `order: [id]` on component `Report` ``).
+    pub edits: Vec<String>,
 }
 
 /// What happened to the spec `--apply` or `--in-place` was to write.
@@ -107,6 +118,7 @@ fn applied_json(a: Option<&Applied>) -> Value {
             "output": a.output,
             "status": a.status.as_str(),
             "message": a.message,
+            "files": a.files.iter().map(|f| json!({"path": f.path, "edits": f.edits})).collect::<Vec<_>>(),
         })
     })
 }
