@@ -98,6 +98,9 @@ pub struct Diagnostic {
     pub primary: Option<Note>,
     /// The provenance chain or other related places, in order.
     pub related: Vec<Note>,
+    /// Which of `related` are the provenance chain (one note per stream, added by the analysis
+    /// when it is asked for chains): formats that print no chains print the other notes.
+    pub chain: std::ops::Range<u32>,
     pub help: Option<String>,
     /// What it is about, for the analysis' diagnostics (`None` for the spec's: they are about
     /// text, which `primary` locates).
@@ -140,9 +143,20 @@ impl Diagnostic {
             message: one_line(message.into()),
             primary: None,
             related: Vec::new(),
+            chain: 0..0,
             help: None,
             subject: None,
         }
+    }
+
+    /// The related notes that are not the provenance chain ([`Diagnostic::chain`]).
+    pub fn notes_besides_chain(&self) -> impl Iterator<Item = &Note> {
+        let chain = self.chain.start as usize..self.chain.end as usize;
+        self.related
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| !chain.contains(i))
+            .map(|(_, n)| n)
     }
 
     /// What it is about, by id (see [`Subject`]).

@@ -1459,3 +1459,72 @@ fn a_point_made_by_the_outer_feed_says_so() {
         d.related
     );
 }
+
+/// The second location of a point made by the outer feed, the `use:`, is in every machine
+/// format, named by its file where the finding's file is another. Control: the provenance
+/// chain, which JSON and SARIF carry elsewhere (`points_of_order`, the origin), is not repeated
+/// as related notes.
+#[test]
+fn the_outer_feed_note_is_in_every_format() {
+    let files = [
+        (
+            "count.yaml",
+            "sources:\n  events: { seal: [k] }\ncomponents:\n  Count:\n    paths:\n      - { from: in, to: out, label: OW, gate: [k] }\nstreams:\n  - { from: events, to: Count.in }\n  - { from: Count.out, to: counts }\nsinks:\n  counts: {}\n",
+        ),
+        (
+            "feed.yaml",
+            "sources:\n  raw: {}\ncomponents:\n  C: { use: count.yaml }\nstreams:\n  - { from: raw, to: C.events }\n  - { from: C.counts, to: db }\nsinks:\n  db: {}\n",
+        ),
+    ];
+    let note = "only because of how `C` is fed here: `count.yaml` checked on its own has no point of order at `Count`";
+    let o = on_disk(
+        "feed-json",
+        &files,
+        &["check", "feed.yaml", "--format", "json"],
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let diags = doc["files"][0]["diagnostics"].as_array().unwrap();
+    let c001 = diags.iter().find(|d| d["code"] == "C001").unwrap();
+    assert_eq!(
+        c001["related"],
+        serde_json::json!([{"line": 4, "column": 13, "message": note}])
+    );
+    let c004 = diags.iter().find(|d| d["code"] == "C004").unwrap();
+    assert!(c004.get("related").is_none(), "{c004}");
+
+    let o = on_disk(
+        "feed-sarif",
+        &files,
+        &["check", "feed.yaml", "--format", "sarif"],
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let results = doc["runs"][0]["results"].as_array().unwrap();
+    let c001 = results.iter().find(|r| r["ruleId"] == "C001").unwrap();
+    let related = c001["relatedLocations"].as_array().unwrap();
+    let last = related.last().unwrap();
+    assert_eq!(last["message"]["text"], format!("{note}."));
+    assert_eq!(
+        last["physicalLocation"]["artifactLocation"]["uri"],
+        "feed.yaml"
+    );
+    assert_eq!(last["physicalLocation"]["region"]["startLine"], 4);
+
+    let o = on_disk(
+        "feed-github",
+        &files,
+        &["check", "feed.yaml", "--format", "github"],
+    );
+    let out = stdout(&o);
+    let c001 = out.lines().find(|l| l.contains("C001")).unwrap();
+    assert!(c001.starts_with("::error file=count.yaml,line=6"), "{c001}");
+    assert!(
+        c001.contains(&format!("%0A  feed.yaml:4:13: {note}")),
+        "{c001}"
+    );
+    // The origin and the failing sink are in the using file, and say so.
+    assert!(
+        c001.contains("%0A  feed.yaml:6:13: Async from here"),
+        "{c001}"
+    );
+    assert!(c001.contains("%0A  feed.yaml:9:3: sink `db`"), "{c001}");
+}

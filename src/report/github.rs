@@ -103,14 +103,24 @@ fn command(
     if let Some(u) = d.primary.as_ref().and_then(|p| r.used_from(p.span)) {
         msg.push_str(&format!("\n  {u}"));
     }
+    // A note in another file than the annotation's names it: its line alone would be read in
+    // the annotated file.
+    let home = d.primary.as_ref().map(|p| places.place(p.span).path);
+    let note_at = |span: crate::diagnostic::Span| {
+        let (line, col) = at(span);
+        match places.place(span).path {
+            p if Some(p) != home && r.files.is_composed() => format!("{p}:{line}:{col}"),
+            _ => format!("{line}:{col}"),
+        }
+    };
     match (&r.outcome, &f.kind) {
         (Outcome::Analysed(a), Kind::Point { .. } | Kind::Sink { .. }) => {
             let (df, an) = (&a.dataflow, &a.analysis);
             if let Some(o) = f.origin(reports) {
-                let (line, col) = at(o.from_span);
                 let streams = vocabulary::plural(o.streams, "stream", "streams");
                 msg.push_str(&format!(
-                    "\n  {line}:{col}: {} from here ({streams} upstream)",
+                    "\n  {}: {} from here ({streams} upstream)",
+                    note_at(o.from_span),
                     o.label
                 ));
             }
@@ -122,9 +132,9 @@ fn command(
                 for b in sinks.iter().take(MAX_SINKS_LISTED) {
                     let s = an.sinks[b.verdict].sink.index();
                     let sink = &df.sinks[s];
-                    let (line, col) = at(sink.span);
                     msg.push_str(&format!(
-                        "\n  {line}:{col}: {}",
+                        "\n  {}: {}",
+                        note_at(sink.span),
                         diags[b.diagnostic].message
                     ));
                     if let Some(w) = witnesses {
@@ -138,11 +148,14 @@ fn command(
                     ));
                 }
             }
+            // The notes besides the chain (the feed of a module that makes the point).
+            for n in d.notes_besides_chain() {
+                msg.push_str(&format!("\n  {}: {}", note_at(n.span), n.text));
+            }
         }
         _ => {
             for n in &d.related {
-                let (line, col) = at(n.span);
-                msg.push_str(&format!("\n  {line}:{col}: {}", n.text));
+                msg.push_str(&format!("\n  {}: {}", note_at(n.span), n.text));
             }
         }
     }

@@ -95,6 +95,10 @@ struct Diag<'a> {
     line: usize,
     message: &'a str,
     name: &'static str,
+    /// The other places it names (a duplicate's first definition, the `use:` whose feed makes
+    /// a module's point of order), without the provenance chain (`points_of_order` has it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    related: Vec<RelatedOut<'a>>,
     severity: &'static str,
     /// How the used file `file` came into the checked one: "in `services/billing.yaml`, used as
     /// `Billing` by `system.yaml:12`".
@@ -103,6 +107,17 @@ struct Diag<'a> {
     /// `--witness` only, on a C004: the sink's witness, or `null` when none was found.
     #[serde(skip_serializing_if = "Option::is_none")]
     witness: Option<Option<WitnessOut<'a>>>,
+}
+
+/// A related note: where, in the fields of a diagnostic, and what it says there.
+#[derive(Serialize)]
+struct RelatedOut<'a> {
+    column: usize,
+    /// As a diagnostic's `file`: absent when the note is in the checked file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<&'a str>,
+    line: usize,
+    message: &'a str,
 }
 
 #[derive(Serialize)]
@@ -206,6 +221,23 @@ fn diagnostics<'a>(
         let file = span
             .map(|s| places.place(s).path)
             .filter(|p| *p != r.path.as_str());
+        let related = d
+            .notes_besides_chain()
+            .map(|n| {
+                let (line, column) = match composed {
+                    true => places.line_col(n.span, &index),
+                    false => index.line_col(text, n.span.offset),
+                };
+                let file =
+                    Some(places.place(n.span).path).filter(|p| composed && *p != r.path.as_str());
+                RelatedOut {
+                    column,
+                    file,
+                    line,
+                    message: &n.text,
+                }
+            })
+            .collect();
         Diag {
             code: d.code.id,
             column,
@@ -215,6 +247,7 @@ fn diagnostics<'a>(
             line,
             message: &d.message,
             name: d.code.name,
+            related,
             severity: d.severity.as_str(),
             witness: witnesses
                 .get(i)

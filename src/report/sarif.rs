@@ -473,6 +473,20 @@ fn result<'a>(
             }
             text.push('.');
         }
+        // The notes besides the chain (the feed of a module that makes the point), after the
+        // origin and the sinks.
+        for n in d.notes_besides_chain() {
+            if let Some(pl) = at.location(n.span, false) {
+                let id = related.iter().filter_map(|l| l.id).max().unwrap_or(0) + 1;
+                related.push(LocationOut {
+                    id: Some(id),
+                    message: (!n.text.is_empty()).then(|| Text {
+                        text: sentence(&n.text),
+                    }),
+                    physical_location: pl,
+                });
+            }
+        }
         // The failing sinks the result reports, in the order it lists them.
         let verdicts: Vec<usize> = match &f.kind {
             Kind::Point { sinks, .. } => sinks

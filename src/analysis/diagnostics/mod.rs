@@ -119,6 +119,7 @@ impl Notes<'_> {
         // Exactly: a big spec has millions of these notes, and growing would leave a quarter
         // of the room unused.
         d.related.reserve_exact(chain.len());
+        let start = d.related.len();
         for &s in chain {
             let st = &self.df.streams[s.index()];
             let text: Cow<'static, str> = match self.labels.stream[s.index()] {
@@ -133,6 +134,8 @@ impl Notes<'_> {
             };
             d = d.related(st.from_span, text);
         }
+        // Bounded by the streams of a spec (`--max-streams`), far below u32::MAX.
+        d.chain = start as u32..d.related.len() as u32;
         d
     }
 }
