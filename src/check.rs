@@ -85,10 +85,35 @@ pub struct ModuleSummary {
     pub inputs: Vec<String>,
     pub outputs: Vec<String>,
     pub summary: crate::analysis::summary::Summary,
+    /// The instances that the composites around them coordinate (`order:`, `replicas:`), by
+    /// that coordination, each group with the summary of the file under it: the grey box the
+    /// instance behaves as, where `summary` is the file's as written.
+    pub coordinated: Vec<Coordinated>,
     /// The points of order the file has checked on its own, by component name and path index:
     /// a point of an instance that is not among them exists only because of how the outer
     /// graph feeds the instance.
     pub points: Vec<(String, usize)>,
+}
+
+/// Instances of a used file under one coordination, and the file's summary with it applied.
+#[derive(Debug)]
+pub struct Coordinated {
+    pub instances: Vec<String>,
+    /// What the composites put on the instances, innermost first (only those that change
+    /// something).
+    pub coordination: Vec<compose::Coordination>,
+    pub summary: crate::analysis::summary::Summary,
+}
+
+impl Coordinated {
+    /// The coordination as the specs write it, innermost first: `` `replicas: 2` ``.
+    pub fn describe(&self) -> String {
+        self.coordination
+            .iter()
+            .map(compose::Coordination::describe)
+            .collect::<Vec<_>>()
+            .join(" inside ")
+    }
 }
 
 impl Analysed {
@@ -374,21 +399,37 @@ fn module_summaries(files: &Files, options: &Options) -> Vec<ModuleSummary> {
                     instances.push(u.instance.clone());
                 }
             }
-            let r = check_here(
-                &f.path,
-                f.text.clone().into_bytes(),
-                options,
-                &mut loader,
-                None,
-                false,
-            );
+            let r = match f.engine {
+                None => check_here(
+                    &f.path,
+                    f.text.clone().into_bytes(),
+                    options,
+                    &mut loader,
+                    None,
+                    false,
+                ),
+                // A topology is its importer's spec, as the expansion read it.
+                Some(engine) => {
+                    let catalog =
+                        crate::import::Catalog::load(engine, None, &options.limits).ok()?;
+                    crate::import::check_imported(
+                        engine,
+                        &f.path,
+                        f.text.clone().into_bytes(),
+                        &catalog,
+                        options,
+                    )
+                }
+            };
             let Outcome::Analysed(a) = &r.outcome else {
                 // Its errors are the composed spec's already.
                 return None;
             };
             let df = &a.dataflow;
+            let summary = crate::analysis::summary::summarize(df);
             Some(ModuleSummary {
                 file: f.path.clone(),
+                coordinated: coordinated(files, i, df, &summary),
                 instances,
                 inputs: df.sources.iter().map(|s| s.name.clone()).collect(),
                 outputs: df.sinks.iter().map(|s| s.name.clone()).collect(),
@@ -398,8 +439,83 @@ fn module_summaries(files: &Files, options: &Options) -> Vec<ModuleSummary> {
                     .iter()
                     .map(|p| (df.component(p.component).name.clone(), p.path))
                     .collect(),
-                summary: crate::analysis::summary::summarize(&a.dataflow),
+                summary,
             })
+        })
+        .collect()
+}
+
+/// The instances of file `file` (whose dataflow, checked on its own, is `df`) that their
+/// composites coordinate, grouped by that coordination, with the summary of `df` under it: the
+/// expansion puts the same `order:` and `replicated` on each inner component
+/// (`compose::apply_coordination`), so this is the instance's behaviour exactly.
+fn coordinated(
+    files: &Files,
+    file: usize,
+    df: &Dataflow,
+    written: &crate::analysis::summary::Summary,
+) -> Vec<Coordinated> {
+    let mut groups: Vec<(Vec<compose::Coordination>, Vec<String>)> = Vec::new();
+    for r in files.regions.iter().filter(|r| r.file == Some(file)) {
+        let Some(u) = &r.used else { continue };
+        let key: Vec<compose::Coordination> = u
+            .coordination
+            .iter()
+            .filter(|c| !c.is_none())
+            .cloned()
+            .collect();
+        if key.is_empty() {
+            continue;
+        }
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, instances)) if instances.contains(&u.instance) => {}
+            Some((_, instances)) => instances.push(u.instance.clone()),
+            None => groups.push((key, vec![u.instance.clone()])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(coordination, instances)| {
+            let mut copy = df.clone();
+            for c in 0..copy.components.len() {
+                for k in &coordination {
+                    if k.replicated {
+                        copy.components[c].replicated = true;
+                    }
+                    match &k.order {
+                        Some(compose::InstanceOrder::Global) => {
+                            copy.components[c].order = Some(graph::Order::Global);
+                        }
+                        Some(compose::InstanceOrder::Keys(names))
+                            if copy.components[c].order.is_none() =>
+                        {
+                            let set = copy.keys.set_of(names.iter().map(String::as_str));
+                            copy.components[c].order = Some(graph::Order::Keys(set));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            let prefer = match written {
+                crate::analysis::summary::Summary::Exact(g) => Some(g),
+                _ => None,
+            };
+            // The grey box gets the order its instance's components get: a global order from
+            // any level, else the innermost keyed one.
+            use crate::analysis::summary::OrderNames;
+            let orders = coordination.iter().filter_map(|k| k.order.as_ref());
+            let order = match orders.clone().any(|o| *o == compose::InstanceOrder::Global) {
+                true => Some(OrderNames::Global),
+                false => orders.clone().find_map(|o| match o {
+                    compose::InstanceOrder::Keys(k) => Some(OrderNames::Keys(k.clone())),
+                    compose::InstanceOrder::Global => None,
+                }),
+            };
+            Coordinated {
+                instances,
+                summary: crate::analysis::summary::summarize_with(&copy, order.as_ref(), prefer),
+                coordination,
+            }
         })
         .collect()
 }

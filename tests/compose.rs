@@ -1306,8 +1306,9 @@ fn summarize_prints_a_grey_box_that_stands_for_the_module() {
     assert_clean_failure(&o);
 }
 
-/// `render` writes each instance's summary on its frame, which Graphviz draws; without the
-/// summaries (the control) the frame has only its name.
+/// `render` writes each instance's summary on its frame (for a coordinated instance, the one
+/// it behaves as), which Graphviz draws; without the summaries (the control) the frame has
+/// only its name.
 #[test]
 fn render_writes_the_summary_on_each_frame() {
     let o = blazes(&["render", "specs/system/poor.yaml"]);
@@ -1318,11 +1319,23 @@ fn render_writes_the_summary_on_each_frame() {
         .skip_while(|l| !l.contains("subgraph \"cluster_Reports\""))
         .nth(1)
         .expect("the Reports frame");
+    // Reports is `replicas: 2`: its frame has the summary it behaves as, replicated.
     assert!(
-        frame.contains("summary of specs/system/services/report.yaml:"),
+        frame.contains("summary of specs/system/services/report.yaml with replicas: 2:"),
         "{frame}"
     );
     assert!(frame.contains("queries → answers: OR(id)"), "{frame}");
+    assert!(!frame.contains("not replicated"), "{frame}");
+    // The cache, used as it is written, has the file's summary.
+    let cache = dot
+        .lines()
+        .skip_while(|l| !l.contains("subgraph \"cluster_Front\""))
+        .nth(1)
+        .expect("the Front frame");
+    assert!(
+        cache.contains("summary of specs/system/services/cache.yaml:"),
+        "{cache}"
+    );
     let r = check::check_composed(
         "specs/system/poor.yaml",
         std::fs::read(root().join("specs/system/poor.yaml")).unwrap(),
@@ -1527,4 +1540,264 @@ fn the_outer_feed_note_is_in_every_format() {
         "{c001}"
     );
     assert!(c001.contains("%0A  feed.yaml:9:3: sink `db`"), "{c001}");
+}
+
+/// An instance that its composites coordinate (`order:`, `replicas:`, around it or around an
+/// inline dataflow holding it) gets the summary it behaves as: its file's, with the grey box
+/// given that order and the replicas' reconciliation. Controls: the uncoordinated instance has
+/// no such entry, and the same grey box without the order does not behave as the ordered
+/// instance (the order on the grey box is what makes the summary exact).
+#[test]
+fn a_coordinated_instance_has_its_own_summary() {
+    let mut files = regions();
+    files.insert(
+        "s/system.yaml".to_string(),
+        "sources:\n  clicks: {}\ncomponents:\n  Eu: { use: services/billing.yaml }\n  Us: { use: services/billing.yaml, order: global }\n  Asia: { use: services/billing.yaml, order: [id], replicas: 3 }\n  W:\n    order: [id]\n    dataflow:\n      sources:\n        i: {}\n      components:\n        In: { use: services/billing.yaml }\n      streams:\n        - { from: i, to: In.orders }\n        - { from: In.invoices, to: o }\n      sinks:\n        o: {}\nstreams:\n  - { from: clicks, to: Eu.orders }\n  - { from: clicks, to: Us.orders }\n  - { from: clicks, to: Asia.orders }\n  - { from: clicks, to: W.i }\n  - { from: Eu.invoices, to: db }\n  - { from: Us.invoices, to: db }\n  - { from: Asia.invoices, to: db }\n  - { from: W.o, to: db }\nsinks:\n  db: {}\n".to_string(),
+    );
+    let r = check_system(&files, "s/system.yaml");
+    let Outcome::Analysed(a) = &r.outcome else {
+        panic!("valid: {:?}", r.diagnostics())
+    };
+    let m = &a.summaries[0];
+    assert_eq!(m.instances, ["Eu", "Us", "Asia", "W.In"]);
+    let got: Vec<(Vec<&str>, String, String)> = m
+        .coordinated
+        .iter()
+        .map(|c| {
+            let Summary::Exact(g) = &c.summary else {
+                panic!("{} has no summary: {:?}", c.describe(), c.summary)
+            };
+            let paths: Vec<String> = g.paths.iter().map(|p| p.signature()).collect();
+            (
+                c.instances.iter().map(String::as_str).collect(),
+                c.describe(),
+                format!("{} replicated={}", paths.join(";"), g.replicated),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                vec!["Us"],
+                "`order: global`".to_string(),
+                "OW(id) replicated=false".to_string()
+            ),
+            (
+                vec!["Asia"],
+                "`order: [id]`, `replicas: 3`".to_string(),
+                "OW(id) replicated=true".to_string()
+            ),
+            (
+                vec!["W.In"],
+                "`order: [id]`".to_string(),
+                "OW(id) replicated=false".to_string()
+            ),
+        ]
+    );
+    let human = blazes::report::summary::human(&a.summaries);
+    assert!(
+        human.contains("summary of `s/services/billing.yaml` as `Asia` (with `order: [id]`, `replicas: 3`): orders -> invoices: OW(id)\n"),
+        "{human}"
+    );
+
+    // The control: Us's module with its global order, against a grey box without one.
+    let alone = check_system(&regions(), "s/services/billing.yaml");
+    let Outcome::Analysed(b) = &alone.outcome else {
+        panic!("valid")
+    };
+    let mut ordered = b.dataflow.clone();
+    ordered.components[0].order = Some(blazes::graph::Order::Global);
+    assert!(matches!(
+        blazes::analysis::summary::summarize_with(&ordered, None, None),
+        Summary::None(_)
+    ));
+    assert!(matches!(
+        blazes::analysis::summary::summarize_with(
+            &ordered,
+            Some(&blazes::analysis::summary::OrderNames::Global),
+            None
+        ),
+        Summary::Exact(_)
+    ));
+}
+
+const VIEWS_SYSTEM: &str = "# A dashboard fed by a Kafka Streams application, used as its printed topology.\nsources:\n  views: {}\ncomponents:\n  Views: { use: apps/views.txt, from: kafka-streams }\n  Dash:\n    paths:\n      - { from: in, to: out, label: OW, gate: [page] }\nstreams:\n  - { from: views, to: Views.page-views }\n  - { from: Views.views-per-page-changelog-out, to: Dash.in }\n  - { from: Dash.out, to: db }\nsinks:\n  db: {}\n";
+
+fn topology(name: &str) -> String {
+    std::fs::read_to_string(
+        root()
+            .join("tests/fixtures/import/kafka-streams")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// A composite can use the topology an engine prints (`from: kafka-streams`): the module is
+/// the spec `blazes import` writes from it, its findings located in the topology. It is the
+/// same system as the one using the imported spec's file; the control removes the order the
+/// importer derived from that file, which must change what the analysis finds.
+#[test]
+fn a_topology_an_engine_prints_is_a_module() {
+    let topo = topology("count-by-key.txt");
+    let files = BTreeMap::from([
+        ("t/apps/views.txt".to_string(), topo.clone()),
+        ("t/system.yaml".to_string(), VIEWS_SYSTEM.to_string()),
+    ]);
+    let r = check_system(&files, "t/system.yaml");
+    let Outcome::Analysed(a) = &r.outcome else {
+        panic!("valid: {:?}", r.diagnostics())
+    };
+    assert!(
+        a.dataflow
+            .components
+            .iter()
+            .any(|c| c.name == "Views.KSTREAM-AGGREGATE-0000000002"),
+        "{:?}",
+        a.dataflow
+            .components
+            .iter()
+            .map(|c| &c.name)
+            .collect::<Vec<_>>()
+    );
+    // The importer's warning is in the topology, at the operator's name.
+    let d = r
+        .diagnostics()
+        .iter()
+        .find(|d| d.code.id == "I002")
+        .unwrap();
+    let (path, text, local) = r.locate(d.primary.as_ref().unwrap().span);
+    assert_eq!(path, "t/apps/views.txt");
+    assert_eq!(
+        &text[local.offset..local.end()],
+        "KSTREAM-AGGREGATE-0000000002"
+    );
+
+    let catalog = blazes::import::Catalog::load(
+        blazes::import::Engine::KafkaStreams,
+        None,
+        &Default::default(),
+    )
+    .unwrap();
+    let yaml = blazes::import::import(
+        blazes::import::Engine::KafkaStreams,
+        &topo,
+        &catalog,
+        "views",
+        &Default::default(),
+    )
+    .unwrap()
+    .spec;
+    let as_yaml = |module: String| {
+        BTreeMap::from([
+            ("t/apps/views.yaml".to_string(), module),
+            (
+                "t/system.yaml".to_string(),
+                VIEWS_SYSTEM.replace("apps/views.txt, from: kafka-streams", "apps/views.yaml"),
+            ),
+        ])
+    };
+    let same = check_system(&as_yaml(yaml.clone()), "t/system.yaml");
+    assert_eq!(findings(&r), findings(&same));
+    let unordered: String = yaml
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("order:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(unordered, yaml);
+    let control = check_system(&as_yaml(unordered), "t/system.yaml");
+    assert_ne!(findings(&r), findings(&control));
+}
+
+#[test]
+fn a_topology_module_that_cannot_be_read_exits_2_located() {
+    let topo = topology("count-by-key.txt");
+    let unknown = VIEWS_SYSTEM.replace("from: kafka-streams", "from: kafka-stream");
+    let o = on_disk(
+        "topology-engine",
+        &[("system.yaml", &unknown), ("apps/views.txt", &topo)],
+        &["check", "system.yaml", "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let d = &doc["files"][0]["diagnostics"][0];
+    assert_eq!(
+        d["message"],
+        "`from` of composite `Views` names no engine: `kafka-stream`"
+    );
+    assert_eq!(
+        d["help"],
+        "did you mean `kafka-streams`? the engines blazes imports are: `kafka-streams`, `flink`, `storm-flux`"
+    );
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(5), Some(39))
+    );
+
+    let alone = VIEWS_SYSTEM.replace(
+        "{ use: apps/views.txt, from: kafka-streams }",
+        "{ from: kafka-streams, paths: [{ from: page-views, to: out, label: CR }] }",
+    );
+    let o = on_disk(
+        "topology-no-use",
+        &[("system.yaml", &alone)],
+        &["check", "system.yaml"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stdout(&o).contains("component `Views` gives `from` without `use`"),
+        "{}",
+        stdout(&o)
+    );
+
+    // A file that is no Kafka Streams topology: the importer's error, in that file.
+    let o = on_disk(
+        "topology-broken",
+        &[
+            ("system.yaml", VIEWS_SYSTEM),
+            (
+                "apps/views.txt",
+                "Topologies:\n   Sub-topology: 0\n    Source: S (topics: [page-views])\n      --> NOWHERE\n",
+            ),
+        ],
+        &["check", "system.yaml", "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let d = &doc["files"][0]["diagnostics"][0];
+    assert_eq!(d["file"], "apps/views.txt", "{d}");
+    assert_eq!(
+        d["used_from"],
+        "in `apps/views.txt`, used as `Views` by `system.yaml:5`"
+    );
+}
+
+/// A plan that needs a mechanism inside a topology cannot write it (the file is the engine's
+/// output): `plan --in-place` says where it is needed and writes nothing.
+#[test]
+fn plan_in_place_does_not_edit_a_topology() {
+    let system = "sources:\n  o: {}\n  p: {}\ncomponents:\n  Pay: { use: joins.txt, from: kafka-streams }\nstreams:\n  - { from: o, to: Pay.orders }\n  - { from: p, to: Pay.payments }\n  - { from: Pay.paid-orders, to: db }\n  - { from: Pay.orders-with-payment-or-not, to: db }\nsinks:\n  db: {}\n";
+    let topo = topology("stream-stream-joins.txt");
+    let o = on_disk(
+        "topology-plan",
+        &[("system.yaml", system), ("joins.txt", &topo)],
+        &["plan", "--in-place", "system.yaml"],
+    );
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("topology-plan");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "inside `joins.txt`, a topology Kafka Streams prints; make the application provide it"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("joins.txt")).unwrap(),
+        topo
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("system.yaml")).unwrap(),
+        system
+    );
 }

@@ -126,9 +126,30 @@ impl Named {
     }
 }
 
+/// An order given to the grey box, by names: the `order:` of the composite that uses the
+/// module, which the expansion puts on every component inside.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum OrderNames {
+    Global,
+    Keys(Vec<String>),
+}
+
 /// The summary of the module whose dataflow is `df` (a spec checked on its own: its sources
 /// are the module's inputs, its sinks its outputs).
 pub fn summarize(df: &Dataflow) -> Summary {
+    summarize_with(df, None, None)
+}
+
+/// [`summarize`] for a grey box that carries `order` (the module's components carry what the
+/// composite put on them already): the paths such that a component with them and that order
+/// behaves as the module. `prefer` is compared first where it has a pair (the module's own
+/// summary: an ordered grey box is often as exact with it as with a weaker annotation, and the
+/// file's own reads best).
+pub fn summarize_with(
+    df: &Dataflow,
+    order: Option<&OrderNames>,
+    prefer: Option<&GreyBox>,
+) -> Summary {
     let mut module = df.clone();
     // The outer stream into an input replaces the module's source, and its seal with it.
     for s in &mut module.streams {
@@ -199,7 +220,22 @@ pub fn summarize(df: &Dataflow) -> Summary {
     let Some(mut grey) = grey_box(&inputs, &outputs, &pairs) else {
         return Summary::None("the module's dataflow has no input and output to summarize".into());
     };
-    let guess = structural(&module, &pairs);
+    grey.components[0].order = order.map(|o| match o {
+        OrderNames::Global => crate::graph::Order::Global,
+        OrderNames::Keys(k) => {
+            crate::graph::Order::Keys(grey.keys.set_of(k.iter().map(String::as_str)))
+        }
+    });
+    let mut guess = structural(&module, &pairs);
+    for (g, &(i, o)) in guess.iter_mut().zip(&pairs) {
+        let preferred = prefer
+            .into_iter()
+            .flat_map(|p| &p.paths)
+            .find(|p| p.from == inputs[i] && p.to == outputs[o]);
+        if let Some(p) = preferred {
+            *g = (p.annotation, p.gate.clone());
+        }
+    }
     let replicated_guess = module.components.iter().any(|c| c.replicated);
     let candidates: Vec<Vec<(Annotation, Option<DerivedGate>)>> = pairs
         .iter()

@@ -10,6 +10,9 @@ pub struct SourceFile {
     /// The path as the using file's directory and its `use:` make it (`services/billing.yaml`).
     pub path: String,
     pub text: String,
+    /// The engine that printed it, for a topology used with `from:` (its spans are in the
+    /// topology; its spec is the importer's, which no file holds).
+    pub engine: Option<crate::import::Engine>,
 }
 
 /// How a region came to be: the component that uses its file.
@@ -21,6 +24,63 @@ pub struct Use {
     pub parent: usize,
     /// The `use:` value, as a span of the parent region.
     pub at: Span,
+    /// What the composites around the instance put on everything in it, innermost (the
+    /// composite of this `use:`) first: how the instance differs from its file as written.
+    pub coordination: Vec<Coordination>,
+}
+
+/// The `order:` and `replicas:`/`replicated:` of a composite, which apply to every component
+/// inside it (`compose::apply_coordination`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Coordination {
+    pub order: Option<InstanceOrder>,
+    pub replicated: bool,
+    pub replicas: Option<u64>,
+}
+
+/// A composite's `order:`, by names.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum InstanceOrder {
+    Global,
+    Keys(Vec<String>),
+}
+
+impl Coordination {
+    /// What the composite `c` declares.
+    pub fn of(c: &crate::spec::ComponentDecl) -> Coordination {
+        use crate::spec::OrderDecl;
+        Coordination {
+            order: c.order.as_ref().map(|o| match o {
+                OrderDecl::Global(_) => InstanceOrder::Global,
+                OrderDecl::Keys(k) => {
+                    InstanceOrder::Keys(k.names.iter().map(|n| n.text.clone()).collect())
+                }
+            }),
+            replicated: c.replicated,
+            replicas: c.replicas,
+        }
+    }
+
+    /// Whether it changes nothing inside.
+    pub fn is_none(&self) -> bool {
+        self.order.is_none() && !self.replicated && self.replicas.is_none()
+    }
+
+    /// As the spec writes it: `` `order: [id]`, `replicas: 2` ``.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        match &self.order {
+            Some(InstanceOrder::Global) => parts.push("`order: global`".to_string()),
+            Some(InstanceOrder::Keys(k)) => parts.push(format!("`order: [{}]`", k.join(", "))),
+            None => {}
+        }
+        match self.replicas {
+            Some(n) => parts.push(format!("`replicas: {n}`")),
+            None if self.replicated => parts.push("`replicated: true`".to_string()),
+            None => {}
+        }
+        parts.join(", ")
+    }
 }
 
 /// A range of offsets holding one file's text: the root at 0, an instance of a used file after.

@@ -20,7 +20,7 @@ pub mod files;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-pub use files::{Files, Located, Region, SourceFile, Use};
+pub use files::{Coordination, Files, InstanceOrder, Located, Region, SourceFile, Use};
 
 use crate::codes;
 use crate::diagnostic::{Diagnostic, Severity, Span};
@@ -163,7 +163,7 @@ pub fn expand(
         x.diags.push(d);
         return x.finish(None);
     }
-    let flat = x.flatten(spec, 0, "");
+    let flat = x.flatten(spec, 0, "", &[]);
     if failed(&x.diags) {
         return x.finish(None);
     }
@@ -175,7 +175,7 @@ fn biggest_use(spec: &Spec, x: &Expander) -> Option<Span> {
     spec.components
         .iter()
         .filter_map(|c| match c.composite.as_deref() {
-            Some(Composite::Use(n)) => Some((x.count_use(&n.text, ""), n.span)),
+            Some(Composite::Use(n, _)) => Some((x.count_use(&n.text, ""), n.span)),
             Some(Composite::Inline(s)) => Some((x.count(s, ""), c.name.span)),
             None => None,
         })
@@ -216,17 +216,21 @@ impl Expander<'_> {
             let n = match c.composite.as_deref() {
                 None => 1,
                 Some(Composite::Inline(s)) => self.load_uses(s, path, region, stack),
-                Some(Composite::Use(used)) => self.load_use(c, used, path, region, stack),
+                Some(Composite::Use(used, from)) => {
+                    self.load_use(c, used, from.as_ref(), path, region, stack)
+                }
             };
             total = total.saturating_add(n);
         }
         total
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn load_use(
         &mut self,
         c: &ComponentDecl,
         used: &Name,
+        from: Option<&Name>,
         path: &str,
         region: usize,
         stack: &mut Vec<String>,
@@ -295,12 +299,48 @@ impl Expander<'_> {
                 return 0;
             }
         };
-        let (parsed, diags, text) = spec::parse_vec(bytes, self.limits);
+        let engine = match from {
+            None => None,
+            Some(e) => match crate::import::Engine::parse(&e.text) {
+                Some(engine) => Some(engine),
+                None => {
+                    let base = self.files.regions[region].base;
+                    let d = Diagnostic::new(
+                        &codes::INVALID_VALUE,
+                        format!(
+                            "`from` of composite `{}` names no engine: `{}`",
+                            c.name.text, e.text
+                        ),
+                    )
+                    .at(
+                        Span::new(e.span.offset + base, e.span.len),
+                        "unknown engine",
+                    )
+                    .help({
+                        let names = crate::import::Engine::ALL.map(|e| e.name());
+                        let all = names.map(|n| format!("`{n}`")).join(", ");
+                        match spec::did_you_mean(&e.text, names) {
+                            Some(m) => {
+                                format!("did you mean `{m}`? the engines blazes imports are: {all}")
+                            }
+                            None => format!("the engines blazes imports are: {all}"),
+                        }
+                    });
+                    self.diags.push(d);
+                    return 0;
+                }
+            },
+        };
+        let (parsed, diags, text) = match engine {
+            None => spec::parse_vec(bytes, self.limits),
+            Some(engine) => topology_module(engine, &target, bytes, self.limits),
+        };
         let f = self.files.files.len();
         let len = text.len();
         self.files.files.push(SourceFile {
             path: target.clone(),
             text,
+            engine,
         });
         let (sub, base) = self.region(
             Some(f),
@@ -309,6 +349,8 @@ impl Expander<'_> {
                 instance: c.name.text.clone(),
                 parent: region,
                 at,
+                // The region a file is read in is no instance: nothing applies to it.
+                coordination: Vec::new(),
             }),
         );
         let mut errors = false;
@@ -348,7 +390,7 @@ impl Expander<'_> {
             .map(|c| match c.composite.as_deref() {
                 None => 1,
                 Some(Composite::Inline(s)) => self.count(s, path),
-                Some(Composite::Use(u)) => self.count_use(&u.text, path),
+                Some(Composite::Use(u, _)) => self.count_use(&u.text, path),
             })
             .fold(0u64, u64::saturating_add)
     }
@@ -362,7 +404,9 @@ impl Expander<'_> {
 
     /// `spec` (in the offsets of `region`) with every composite replaced by its instance's
     /// nodes, names prefixed by the composite's; `prefix` is the instance path of `spec` itself.
-    fn flatten(&mut self, spec: Spec, region: usize, prefix: &str) -> Spec {
+    ///
+    /// `outer` is the coordination the composites around `spec` put on it, innermost first.
+    fn flatten(&mut self, spec: Spec, region: usize, prefix: &str, outer: &[Coordination]) -> Spec {
         let Spec {
             name,
             sources,
@@ -393,9 +437,12 @@ impl Expander<'_> {
                 continue;
             };
             let instance = format!("{prefix}{}", c.name.text);
+            let around: Vec<Coordination> = std::iter::once(Coordination::of(&c))
+                .chain(outer.iter().cloned())
+                .collect();
             let inner = match *composite {
-                Composite::Inline(s) => self.flatten(s, region, &format!("{instance}.")),
-                Composite::Use(used) => {
+                Composite::Inline(s) => self.flatten(s, region, &format!("{instance}."), &around),
+                Composite::Use(used, _) => {
                     let here = self.path_of(region, &self.root.clone());
                     let target = join(&here, &used.text);
                     let Some(&f) = self.by_path.get(&target) else {
@@ -412,6 +459,7 @@ impl Expander<'_> {
                             instance: instance.clone(),
                             parent: region,
                             at: used.span,
+                            coordination: around.clone(),
                         }),
                     );
                     s.shift(base);
@@ -423,7 +471,7 @@ impl Expander<'_> {
                             paths: std::mem::take(&mut c.paths),
                         });
                     }
-                    self.flatten(s, sub, &format!("{instance}."))
+                    self.flatten(s, sub, &format!("{instance}."), &around)
                 }
             };
             let m = self.instantiate(&c, inner, &mut out);
@@ -640,6 +688,52 @@ impl Expander<'_> {
         });
         self.diags.push(d);
     }
+}
+
+/// A topology file that `engine` printed, read as a module: the spec the importer writes from
+/// it with the built-in catalogue, every span moved into the topology's text, so findings
+/// inside the module point at the operators in the file. Gives what `spec::parse_vec` gives:
+/// the spec (`None` on an error), the diagnostics (the importer's warnings too) and the text.
+fn topology_module(
+    engine: crate::import::Engine,
+    path: &str,
+    bytes: Vec<u8>,
+    limits: &Limits,
+) -> (Option<Spec>, Vec<Diagnostic>, String) {
+    use crate::import;
+    let text = match import::decode(&bytes, limits) {
+        Ok(t) => t,
+        Err(diags) => return (None, diags, String::from_utf8_lossy(&bytes).into_owned()),
+    };
+    let catalog = match import::Catalog::load(engine, None, limits) {
+        Ok(c) => c,
+        Err(diags) => return (None, diags, text),
+    };
+    let imported = match import::import(engine, &text, &catalog, &import::stem(path), limits) {
+        Ok(i) => i,
+        Err(diags) => return (None, diags, text),
+    };
+    // The file was bounded when it was read; the spec written from it is linear in it.
+    let unbounded = Limits {
+        max_bytes: usize::MAX,
+        ..limits.clone()
+    };
+    let (spec, mut diags) = spec::parse(&imported.spec, &unbounded);
+    let map = &imported.map;
+    for d in &mut diags {
+        if let Some(p) = &mut d.primary {
+            p.span = map.map(p.span);
+        }
+        for n in &mut d.related {
+            n.span = map.map(n.span);
+        }
+    }
+    let spec = spec.map(|mut s| {
+        s.map_spans(&mut |span| map.map(span));
+        s
+    });
+    diags.extend(imported.warnings);
+    (spec, diags, text)
 }
 
 /// One inner stream behind an interface: its other end (prefixed), its seal, where it is.

@@ -168,9 +168,19 @@ fn edit_files(
 ) -> Result<Vec<FileChange>, String> {
     let by_decl = group(wanted(files, df, plan), |f| files.path(f, path))?;
     let mut parsed: BTreeMap<Option<usize>, Spec> = BTreeMap::new();
-    for &(file, _, _) in by_decl.keys() {
+    for (&(file, _, kind), (key, nodes)) in &by_decl {
         if parsed.contains_key(&file) {
             continue;
+        }
+        // A topology is what its engine prints: the mechanism goes into the application.
+        if let Some(engine) = file.and_then(|f| files.files[f].engine) {
+            return Err(format!(
+                "the plan needs {} on `{}`, inside `{}`, a topology {} prints; make the application provide it (blazes cannot edit an engine's output), or plan the module's spec from `blazes import` instead",
+                describe_key(kind, key.as_deref()),
+                nodes[0],
+                files.path(file, path),
+                engine.display()
+            ));
         }
         let (spec, diags) = spec::parse(files.text(file, text), limits);
         let spec = spec

@@ -160,30 +160,43 @@ pub fn to_dot_summarized(
     build(df, an, drawn, None, &frames, false)
 }
 
-/// Per instance path, the lines of its used file's summary.
+/// Per instance path, the lines of the summary it behaves as: its used file's, or, for an
+/// instance its composites coordinate, the file's with that coordination applied.
 fn frames_of(summaries: &[crate::check::ModuleSummary]) -> BTreeMap<String, Vec<String>> {
     use crate::analysis::summary::Summary;
-    let mut frames = BTreeMap::new();
-    for m in summaries {
-        let lines: Vec<String> = match &m.summary {
+    let lines = |header: String, summary: &Summary| {
+        let mut l = vec![header];
+        match summary {
             Summary::Exact(g) => {
-                let mut l: Vec<String> = g
-                    .paths
-                    .iter()
-                    .map(|p| format!("{} → {}: {}", p.from, p.to, p.signature()))
-                    .collect();
+                l.extend(
+                    g.paths
+                        .iter()
+                        .map(|p| format!("{} → {}: {}", p.from, p.to, p.signature())),
+                );
                 if !g.replicated {
                     l.push("not replicated".into());
                 }
-                l
             }
-            Summary::None(_) | Summary::TooBig(_) => vec!["no summary".into()],
-        };
-        // The summary is of the file as written: the instance's `order:`/`replicas:` apply on top.
-        let mut lines = lines;
-        lines.insert(0, format!("summary of {}:", m.file));
+            Summary::None(_) | Summary::TooBig(_) => l.push("no summary".into()),
+        }
+        l
+    };
+    let mut frames = BTreeMap::new();
+    for m in summaries {
+        let plain = lines(format!("summary of {}:", m.file), &m.summary);
         for i in &m.instances {
-            frames.insert(i.clone(), lines.clone());
+            frames.insert(i.clone(), plain.clone());
+        }
+        for c in &m.coordinated {
+            let header = format!(
+                "summary of {} with {}:",
+                m.file,
+                c.describe().replace('`', "")
+            );
+            let l = lines(header, &c.summary);
+            for i in &c.instances {
+                frames.insert(i.clone(), l.clone());
+            }
         }
     }
     frames

@@ -120,6 +120,27 @@ pub fn human(summaries: &[crate::check::ModuleSummary]) -> String {
         };
         out.push_str(&super::escape::visible(&line));
         out.push('\n');
+        for c in &m.coordinated {
+            let used = c
+                .instances
+                .iter()
+                .map(|i| format!("`{i}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let how = c.describe();
+            let line = match &c.summary {
+                Summary::Exact(g) => format!(
+                    "summary of `{}` as {used} (with {how}): {}",
+                    m.file,
+                    one_line(g)
+                ),
+                Summary::None(why) | Summary::TooBig(why) => {
+                    format!("no summary of `{}` as {used} (with {how}): {why}", m.file)
+                }
+            };
+            out.push_str(&super::escape::visible(&line));
+            out.push('\n');
+        }
     }
     out
 }
@@ -129,10 +150,22 @@ pub fn json_list(summaries: &[crate::check::ModuleSummary]) -> Vec<Value> {
     summaries
         .iter()
         .map(|m| {
+            let coordinated: Vec<Value> = m
+                .coordinated
+                .iter()
+                .map(|c| {
+                    json!({
+                        "instances": c.instances,
+                        "coordination": c.describe(),
+                        "summary": json(&c.summary),
+                    })
+                })
+                .collect();
             json!({
                 "file": m.file,
                 "instances": m.instances,
                 "summary": json(&m.summary),
+                "coordinated": coordinated,
             })
         })
         .collect()

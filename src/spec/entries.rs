@@ -218,6 +218,7 @@ impl Validator<'_> {
                 ("sql", "sql"),
                 ("bloom", "bloom"),
                 ("use", "use"),
+                ("from", "from"),
                 ("dataflow", "dataflow"),
             ],
             &what,
@@ -499,6 +500,18 @@ impl Validator<'_> {
         what: &str,
         node: &Node,
     ) -> Option<Composite> {
+        // `from:` says which engine printed the used file: it goes with `use:` alone.
+        if let Some(k) = f.key("from")
+            && (f.get("use").is_none() || f.get("dataflow").is_some())
+        {
+            let d = Diagnostic::new(
+                &codes::INVALID_VALUE,
+                format!("{what} gives `from` without `use`"),
+            )
+            .at(k.span, "no topology to read")
+            .help("`from: ENGINE` names the engine that printed the topology a composite uses (`use: billing-topology.txt`, `from: kafka-streams`); add the `use`, or remove `from`");
+            self.push(d);
+        }
         let (key, value) = match (f.get("use"), f.get("dataflow")) {
             (None, None) => return None,
             (Some(u), Some(_)) => {
@@ -534,10 +547,32 @@ impl Validator<'_> {
         }
         if key == "use" {
             return match value.as_str() {
-                Some(p) if !p.trim().is_empty() => Some(Composite::Use(Name {
-                    text: p.to_string(),
-                    span: value.span,
-                })),
+                Some(p) if !p.trim().is_empty() => {
+                    let from = match f.get("from") {
+                        None => None,
+                        Some(n) => match n.as_str() {
+                            Some(e) => Some(Name {
+                                text: e.to_string(),
+                                span: n.span,
+                            }),
+                            None => {
+                                self.wrong_type(
+                                    n,
+                                    "the engine that printed the topology (`from: kafka-streams`)",
+                                    &format!("`from` of {what}"),
+                                );
+                                return None;
+                            }
+                        },
+                    };
+                    Some(Composite::Use(
+                        Name {
+                            text: p.to_string(),
+                            span: value.span,
+                        },
+                        from,
+                    ))
+                }
                 _ => {
                     self.wrong_type(
                         value,

@@ -159,8 +159,9 @@ pub struct ComponentDecl {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Composite {
     /// `use: services/billing.yaml`: another spec file, relative to the using file (the name's
-    /// span is the path's value).
-    Use(Name),
+    /// span is the path's value); with `from: ENGINE` (the second name), a topology that engine
+    /// prints, imported as the module.
+    Use(Name, Option<Name>),
     /// `dataflow:` with `sources`/`components`/`streams`/`sinks` written in place.
     Inline(Spec),
 }

@@ -4,15 +4,17 @@
 use super::{Composite, GateDecl, KeyList, Name, OrderDecl, Spec};
 use crate::diagnostic::Span;
 
-fn span(s: &mut Span, by: usize) {
-    s.offset += by;
+type By<'f> = &'f mut dyn FnMut(Span) -> Span;
+
+fn span(s: &mut Span, by: By) {
+    *s = by(*s);
 }
 
-fn name(n: &mut Name, by: usize) {
+fn name(n: &mut Name, by: By) {
     span(&mut n.span, by);
 }
 
-fn keys(k: &mut KeyList, by: usize) {
+fn keys(k: &mut KeyList, by: By) {
     span(&mut k.span, by);
     for n in &mut k.names {
         name(n, by);
@@ -22,6 +24,12 @@ fn keys(k: &mut KeyList, by: usize) {
 impl Spec {
     /// Adds `by` to every span of the spec (nested inline dataflows included).
     pub fn shift(&mut self, by: usize) {
+        self.map_spans(&mut |s| Span::new(s.offset + by, s.len));
+    }
+
+    /// Replaces every span of the spec (nested inline dataflows included) by what `by` makes
+    /// of it: how a spec written from a topology points into the topology.
+    pub fn map_spans(&mut self, by: By) {
         if let Some(n) = &mut self.name {
             name(n, by);
         }
@@ -74,8 +82,13 @@ impl Spec {
                 keys(&mut p.by, by);
             }
             match c.composite.as_deref_mut() {
-                Some(Composite::Use(n)) => name(n, by),
-                Some(Composite::Inline(s)) => s.shift(by),
+                Some(Composite::Use(n, from)) => {
+                    name(n, by);
+                    if let Some(f) = from {
+                        name(f, by);
+                    }
+                }
+                Some(Composite::Inline(s)) => s.map_spans(by),
                 None => {}
             }
         }
