@@ -711,6 +711,87 @@ fn plan_in_place_writes_each_mechanism_into_the_file_that_declares_it() {
     assert_eq!(tree(&dir), after);
 }
 
+/// `--apply DIR/` writes a planned copy of the whole system into DIR: the files the plan
+/// changes with its edits, the others as they are, at their places, and the copy checks clean;
+/// the originals are untouched. Again, nothing needs writing. Control: a file of DIR that
+/// differs is kept without --force, and then nothing is written.
+#[test]
+fn plan_apply_dir_writes_a_planned_copy_of_the_system() {
+    let dir = system_copy("compose-apply-dir");
+    let before = tree(&dir);
+    let o = run_in(
+        &dir,
+        &[
+            "plan",
+            "--apply",
+            "planned/",
+            "--format",
+            "json",
+            "poor.yaml",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let written: Vec<&str> = doc["files"][0]["applied"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        written.contains(&"planned/services/report.yaml"),
+        "{written:?}"
+    );
+    let after = tree(&dir);
+    for (rel, bytes) in &before {
+        assert_eq!(&after[rel], bytes, "the original {rel} changed");
+        // The system of poor.yaml is copied, and only it.
+        let copy = after.get(&format!("planned/{rel}"));
+        if rel == "services/report.yaml" {
+            let was = String::from_utf8(bytes.clone()).unwrap();
+            assert_eq!(
+                String::from_utf8(copy.unwrap().clone()).unwrap(),
+                was.replace("  Report:\n", "  Report:\n    order: [id]\n")
+            );
+        } else if rel == "poor.yaml" || rel.starts_with("services/") {
+            assert_eq!(copy, Some(bytes), "the copy of {rel} differs");
+        } else {
+            assert_eq!(copy, None, "{rel} is not of the system");
+        }
+    }
+    assert_eq!(
+        run_in(&dir, &["check", "planned/poor.yaml"]).status.code(),
+        Some(0)
+    );
+    let o = run_in(&dir, &["plan", "--apply", "planned/", "poor.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("needs no change"), "{}", stderr(&o));
+
+    let fresh = system_copy("compose-apply-dir-kept");
+    std::fs::create_dir_all(fresh.join("planned/services")).unwrap();
+    std::fs::write(fresh.join("planned/services/cache.yaml"), "# mine\n").unwrap();
+    let before = tree(&fresh);
+    let o = run_in(&fresh, &["plan", "--apply", "planned/", "poor.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("refusing to overwrite `planned/services/cache.yaml`"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(tree(&fresh), before);
+    let o = run_in(
+        &fresh,
+        &["plan", "--apply", "planned/", "--force", "poor.yaml"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        run_in(&fresh, &["check", "planned/poor.yaml"])
+            .status
+            .code(),
+        Some(0)
+    );
+}
+
 const TWO_FILES_ROOT: &str = "# The module, and a keyed write of its output.\nsources:\n  s1: {}\n  s2: {}\ncomponents:\n  M: { use: MODULE }\n  P:\n    paths:\n      - { from: in, to: out, label: OW, gate: [k] }\nstreams:\n  - { from: s1, to: M.a }\n  - { from: s2, to: M.b }\n  - { from: M.o1, to: P.in }\n  - { from: M.o2, to: db }\n  - { from: P.out, to: db }\nsinks:\n  db: {}\n";
 const TWO_FILES_MODULE: &str = "sources:\n  a: {}\n  b: {}\ncomponents:\n  J:\n    paths:\n      - { from: x, to: out, label: OR, gate: [id] }\n  Y:\n    paths:\n      - { from: y, to: out, label: OW, gate: [k] }\nstreams:\n  - { from: a, to: J.x }\n  - { from: b, to: Y.y }\n  - { from: J.out, to: o1 }\n  - { from: Y.out, to: o2 }\nsinks:\n  o1: {}\n  o2: {}\n";
 
@@ -770,7 +851,7 @@ fn plan_apply_writes_a_composed_copy_only_beside_it_and_only_when_the_root_alone
     let o = run_in(&dir, &["plan", "--apply", "planned.yaml", "poor.yaml"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("the plan changes `services/report.yaml` the spec uses, which `--apply` does not write beside a copy; pass --in-place"),
+        stderr(&o).contains("the plan changes `services/report.yaml` the spec uses, which `--apply FILE` does not write beside a copy; pass --apply DIR/"),
         "{}",
         stderr(&o)
     );

@@ -469,8 +469,9 @@ pub(crate) struct PlanArgs {
     /// Write the spec with the plan's mechanisms recorded in it to OUT (atomically; one spec
     /// only), in the spec's own syntax (a JSON spec stays JSON). Refuses to overwrite SPEC
     /// unless --in-place is given, and an existing OUT that differs unless --force is given
-    /// (it may hold your edits). For a composed spec, OUT is a copy of the root beside it, and
-    /// only a plan that changes the root alone can be written there.
+    /// (it may hold your edits). For a composed spec, OUT ending in `/` (or an existing
+    /// directory) receives a planned copy of the whole system; a file OUT is a copy of the
+    /// root beside it, for a plan that changes the root alone.
     #[arg(long, value_name = "OUT", conflicts_with = "from")]
     pub apply: Option<PathBuf>,
     /// Replace an existing --apply OUT that differs from the planned spec.

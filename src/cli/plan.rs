@@ -237,9 +237,12 @@ fn apply(
         }
         Ok(files) => {
             for f in &files {
-                match report.files.is_composed() {
-                    true => say!("wrote the plan into `{}`: {}", f.path, f.edits.join("; ")),
-                    false => say!("wrote the planned spec to `{}`", f.path),
+                match (report.files.is_composed(), f.edits.is_empty()) {
+                    (true, false) => {
+                        say!("wrote the plan into `{}`: {}", f.path, f.edits.join("; "))
+                    }
+                    (true, true) => say!("wrote `{}`, which the plan does not change", f.path),
+                    (false, _) => say!("wrote the planned spec to `{}`", f.path),
                 }
             }
             Applied {
@@ -337,10 +340,13 @@ fn apply_files(
         .filter(|c| c.file.is_some())
         .map(|c| c.path.as_str())
         .collect();
+    if !args.in_place && (o.is_dir() || output.ends_with('/')) {
+        return apply_tree(args, report, &changes, o);
+    }
     if !args.in_place {
         if !used.is_empty() {
             return Err(failed(format!(
-                "nothing written to `{output}`: the plan changes {} the spec uses, which `--apply` does not write beside a copy; pass --in-place to write the plan into every file it changes",
+                "nothing written to `{output}`: the plan changes {} the spec uses, which `--apply FILE` does not write beside a copy; pass --apply DIR/ to write a planned copy of every file into DIR, or --in-place to write the plan into the files",
                 used.iter()
                     .map(|p| format!("`{p}`"))
                     .collect::<Vec<_>>()
@@ -400,6 +406,102 @@ fn apply_files(
         .map(|(p, c)| AppliedFile {
             path: p.display().to_string(),
             edits: c.edits.clone(),
+        })
+        .collect())
+}
+
+/// `--apply DIR` on a composed spec: a planned copy of the whole system in DIR, every file at
+/// its place relative to the root's directory (the `use:` paths hold there), the plan's
+/// edits in the files it changes and the others as they are. All files or none; a file of DIR
+/// that exists and differs is kept unless `--force`.
+fn apply_tree(
+    args: &PlanArgs,
+    report: &FileReport,
+    changes: &[FileChange],
+    dir: &Path,
+) -> ApplyResult {
+    let output = dir.display().to_string();
+    let failed = |m: String| (AppliedStatus::Failed, m);
+    let root_dir = report.path.rsplit_once('/').map_or("", |(d, _)| d);
+    // Each file's path relative to the root's directory; one above it cannot be placed in DIR.
+    let relative = |p: &str| -> Option<String> {
+        let rest = match root_dir {
+            "" => p,
+            d => p.strip_prefix(d)?.strip_prefix('/')?,
+        };
+        (!rest.starts_with("../") && !rest.starts_with('/')).then(|| rest.to_string())
+    };
+    let name = Path::new(&report.path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut writes: Vec<(PathBuf, &str, Vec<String>)> = vec![(
+        dir.join(&name),
+        changes
+            .iter()
+            .find(|c| c.file.is_none())
+            .map_or(report.text.as_str(), |c| c.after.as_str()),
+        changes
+            .iter()
+            .find(|c| c.file.is_none())
+            .map(|c| c.edits.clone())
+            .unwrap_or_default(),
+    )];
+    for (i, f) in report.files.files.iter().enumerate() {
+        let Some(rel) = relative(&f.path) else {
+            return Err(failed(format!(
+                "nothing written to `{output}`: `{}` is outside the directory of `{}`, so a copy of the system in `{output}` would not find it; pass --in-place to write the plan into the files",
+                f.path, report.path
+            )));
+        };
+        let change = changes.iter().find(|c| c.file == Some(i));
+        writes.push((
+            dir.join(rel),
+            change.map_or(f.text.as_str(), |c| c.after.as_str()),
+            change.map(|c| c.edits.clone()).unwrap_or_default(),
+        ));
+    }
+    // Files DIR holds already: the same bytes need no write; other bytes may be your edits.
+    let mut pending = Vec::new();
+    for (path, text, edits) in writes {
+        match std::fs::read(&path) {
+            Ok(bytes) if bytes == text.as_bytes() => continue,
+            Ok(_) if !args.force => {
+                return Err(failed(format!(
+                    "nothing written: refusing to overwrite `{}`, which exists and differs (it may hold your edits); pass --force to replace it, or --apply another directory",
+                    path.display()
+                )));
+            }
+            _ => pending.push((path, text, edits)),
+        }
+    }
+    for (path, _, _) in &pending {
+        if let Some(d) = path.parent() {
+            std::fs::create_dir_all(d).map_err(|e| {
+                failed(format!(
+                    "nothing written: cannot create `{}`: {}",
+                    d.display(),
+                    io_reason(&e, Access::Write)
+                ))
+            })?;
+        }
+    }
+    let bytes: Vec<(&Path, &[u8])> = pending
+        .iter()
+        .map(|(p, t, _)| (p.as_path(), t.as_bytes()))
+        .collect();
+    write_all_atomically(&bytes).map_err(|(p, e)| {
+        failed(format!(
+            "nothing written: cannot write `{}`: {}",
+            p.display(),
+            io_reason(&e, Access::Write)
+        ))
+    })?;
+    Ok(pending
+        .into_iter()
+        .map(|(p, _, edits)| AppliedFile {
+            path: p.display().to_string(),
+            edits,
         })
         .collect())
 }
