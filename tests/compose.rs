@@ -1882,3 +1882,41 @@ fn plan_in_place_does_not_edit_a_topology() {
         system
     );
 }
+
+/// The plan document lists a spec's warnings as `check --format json` does: a warning inside
+/// a used file (here the importer's, in a topology) has that file, its line there and the chain
+/// of uses; its line counted in the root's text instead (the control) would be line 20.
+#[test]
+fn plan_json_locates_a_warning_in_the_used_file() {
+    let o = blazes(&[
+        "plan",
+        "--no-simulate",
+        "--format",
+        "json",
+        "specs/system/dashboard.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let d = &doc["files"][0]["diagnostics"][0];
+    assert_eq!(d["code"], "I002");
+    assert_eq!(d["file"], "specs/system/apps/page-views.txt");
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(8), Some(16))
+    );
+    assert_eq!(
+        d["used_from"],
+        "in `specs/system/apps/page-views.txt`, used as `Views` by `specs/system/dashboard.yaml:10`"
+    );
+    let check: serde_json::Value = serde_json::from_slice(
+        &blazes(&["check", "--format", "json", "specs/system/dashboard.yaml"]).stdout,
+    )
+    .unwrap();
+    let same = check["files"][0]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["code"] == "I002")
+        .unwrap();
+    assert_eq!(d, same);
+}

@@ -104,8 +104,7 @@ impl<'a> Planned<'a> {
     pub fn file(&self) -> PlannedFile<'a> {
         PlannedFile {
             path: &self.report.path,
-            text: &self.report.text,
-            diagnostics: self.report.diagnostics(),
+            report: Some(self.report),
             plan: self.named(),
             applied: self.applied,
             simulation: self.simulation,

@@ -258,6 +258,18 @@ fn diagnostics<'a>(
     }))
 }
 
+/// `diags` (of `r`) as `check --format json` writes them, without witnesses: the plan
+/// document's diagnostics.
+pub(crate) fn diagnostic_values(r: &FileReport, diags: &[Diagnostic]) -> Vec<serde_json::Value> {
+    let index = Rc::new(LineIndex::new(&r.text));
+    let seq = diagnostics(r, diags, &r.text, index, Vec::new());
+    match serde_json::to_value(&seq) {
+        Ok(serde_json::Value::Array(v)) => v,
+        // Plain data serialises: nothing else can come back.
+        _ => Vec::new(),
+    }
+}
+
 fn file<'a>(r: &'a FileReport, at: usize, witnesses: Option<&'a Witnesses>) -> File<'a> {
     let index = Rc::new(LineIndex::new(&r.text));
     let text = r.text.as_str();

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::format::{Format, PlanWrite, Planned, Settings};
 use super::plan_prose;
 use super::witness::WitnessOut;
-use crate::diagnostic::{Diagnostic, LineIndex, Severity};
+use crate::diagnostic::{Diagnostic, Severity};
 use crate::plan::{Kind, Named, PointRef};
 use crate::simulate::verify::Verification;
 
@@ -72,11 +72,10 @@ impl AppliedStatus {
 pub struct PlannedFile<'a> {
     /// The path as the user wrote it (`<stdin>` for `-`).
     pub path: &'a str,
-    /// The spec text, for the line and column of diagnostics.
-    pub text: &'a str,
-    /// The spec's diagnostics, as `blazes check` reports them. An invalid spec's entry lists
-    /// them all; a valid one's only the warnings (its findings are what the plan fixes).
-    pub diagnostics: &'a [Diagnostic],
+    /// The checked spec, whose diagnostics the entry lists as `blazes check` reports them
+    /// (located in the file each is in): an invalid spec's entry lists them all, a valid
+    /// one's only the warnings (its findings are what the plan fixes). `None`: no diagnostics.
+    pub report: Option<&'a crate::check::FileReport>,
     /// `None` when the spec is invalid.
     pub plan: Option<Named<'a>>,
     pub applied: Option<&'a Applied>,
@@ -86,30 +85,17 @@ pub struct PlannedFile<'a> {
 
 /// Diagnostics in the fields and order of `blazes check --format json`; only the warnings
 /// unless `errors`.
-fn diagnostics_json(diags: &[Diagnostic], text: &str, errors: bool) -> Vec<Value> {
-    let index = LineIndex::new(text);
-    diags
+fn diagnostics_json(f: &PlannedFile, errors: bool) -> Vec<Value> {
+    let Some(r) = f.report else {
+        return Vec::new();
+    };
+    let shown: Vec<Diagnostic> = r
+        .diagnostics()
         .iter()
         .filter(|d| errors || d.severity != Severity::Error)
-        .map(|d| {
-            let (line, column) = d
-                .primary
-                .as_ref()
-                .map_or((1, 1), |p| index.line_col(text, p.span.offset));
-            let mut v = json!({
-                "code": d.code.id,
-                "column": column,
-                "line": line,
-                "message": d.message,
-                "name": d.code.name,
-                "severity": d.severity.as_str(),
-            });
-            if let Some(h) = &d.help {
-                v["help"] = json!(h);
-            }
-            v
-        })
-        .collect()
+        .cloned()
+        .collect();
+    super::json::diagnostic_values(r, &shown)
 }
 
 fn applied_json(a: Option<&Applied>) -> Value {
@@ -140,7 +126,7 @@ pub fn file_value(f: &PlannedFile) -> Value {
         return json!({
             "path": f.path,
             "status": blazes_plan::PlanStatus::Invalid.as_str(),
-            "diagnostics": diagnostics_json(f.diagnostics, f.text, true),
+            "diagnostics": diagnostics_json(f, true),
             "mechanisms": [],
             "sinks": [],
             "reasons": [],
@@ -198,7 +184,7 @@ pub fn file_value(f: &PlannedFile) -> Value {
     let mut entry = json!({
         "path": f.path,
         "name": plan.name,
-        "diagnostics": diagnostics_json(f.diagnostics, f.text, false),
+        "diagnostics": diagnostics_json(f, false),
         "applied": applied_json(f.applied),
         "status": plan.status.as_str(),
         "search": {
@@ -282,8 +268,7 @@ pub fn render_files(files: &[PlannedFile]) -> String {
 pub fn single<'a>(path: &'a str, plan: Named<'a>) -> PlannedFile<'a> {
     PlannedFile {
         path,
-        text: "",
-        diagnostics: &[],
+        report: None,
         plan: Some(plan),
         applied: None,
         simulation: None,
