@@ -275,16 +275,30 @@ fn apply_flat(
     limits: &Limits,
     fail_on: FailOn,
 ) -> ApplyResult {
-    let output = o.display().to_string();
-    let failed = |m: String| (AppliedStatus::Failed, m);
-    let (text, edits) =
-        plan::apply::apply_verified(&report.text, plan, limits, fail_on).map_err(failed)?;
+    let (text, edits) = plan::apply::apply_verified(&report.text, plan, limits, fail_on)
+        .map_err(|m| (AppliedStatus::Failed, m))?;
     // What OUT holds now: the spec itself under --in-place, else whatever file is there (a
     // previous plan, or the user's own edits).
     let existing = match args.in_place {
         true => Some(report.text.clone().into_bytes()),
         false => std::fs::read(o).ok(),
     };
+    let edits = edits.iter().map(plan::apply::Edit::describe).collect();
+    write_one(args, o, &text, existing, edits)
+}
+
+/// Writes `text` to `o`, which holds `existing` (the spec itself under --in-place): nothing
+/// when it holds `text` already, and an error when it holds something else, unless
+/// --in-place or --force says to replace it. The file written, with `edits`.
+fn write_one(
+    args: &PlanArgs,
+    o: &Path,
+    text: &str,
+    existing: Option<Vec<u8>>,
+    edits: Vec<String>,
+) -> ApplyResult {
+    let output = o.display().to_string();
+    let failed = |m: String| (AppliedStatus::Failed, m);
     // Rewriting an unchanged file would still bump its modification time and trigger
     // watchers and rebuilds for nothing.
     if existing.as_deref() == Some(text.as_bytes()) {
@@ -303,7 +317,7 @@ fn apply_flat(
     })?;
     Ok(vec![AppliedFile {
         path: output,
-        edits: edits.iter().map(plan::apply::Edit::describe).collect(),
+        edits,
     }])
 }
 
@@ -363,25 +377,8 @@ fn apply_files(
         }
         let root = changes.iter().find(|c| c.file.is_none());
         let text = root.map_or(report.text.as_str(), |c| c.after.as_str());
-        let existing = std::fs::read(o).ok();
-        if existing.as_deref() == Some(text.as_bytes()) {
-            return Ok(Vec::new());
-        }
-        if !args.force && existing.is_some() {
-            return Err(failed(format!(
-                "refusing to overwrite `{output}`, which exists and differs (it may hold your edits); pass --force to replace it, or --apply another file"
-            )));
-        }
-        write_atomically(o, text.as_bytes()).map_err(|e| {
-            failed(format!(
-                "cannot write `{output}`: {}",
-                io_reason(&e, Access::Write)
-            ))
-        })?;
-        return Ok(vec![AppliedFile {
-            path: output,
-            edits: root.map(|c| c.edits.clone()).unwrap_or_default(),
-        }]);
+        let edits = root.map(|c| c.edits.clone()).unwrap_or_default();
+        return write_one(args, o, text, std::fs::read(o).ok(), edits);
     }
     let targets: Vec<(PathBuf, &FileChange)> = changes
         .iter()
