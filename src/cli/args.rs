@@ -519,10 +519,10 @@ pub(crate) struct PlanChoiceArgs {
     )]
     pub allow: Vec<MechanismArg>,
     /// Most candidate mechanisms the exact search (branch and bound) takes on; above it the
-    /// plan is found greedily and says so. At most 63.
-    #[arg(long, value_name = "N", default_value_t = crate::plan::EXACT_LIMIT as u8,
-          value_parser = clap::value_parser!(u8).range(0..=63))]
-    pub exact_limit: u8,
+    /// plan is found greedily and says so. Any number: the search stays within
+    /// --exact-budget, and a search the budget stops falls back to the greedy plan and says so.
+    #[arg(long, value_name = "N", default_value_t = crate::plan::EXACT_LIMIT)]
+    pub exact_limit: usize,
     /// Most analyses the exact search may run before it falls back to the greedy plan.
     #[arg(long, value_name = "N", default_value_t = crate::plan::EVALUATION_BUDGET)]
     pub exact_budget: usize,
@@ -538,7 +538,7 @@ impl PlanChoiceArgs {
                 keyed: self.allow.contains(&MechanismArg::Keyed),
                 global: self.allow.contains(&MechanismArg::Global),
             },
-            exact_limit: usize::from(self.exact_limit),
+            exact_limit: self.exact_limit,
             evaluation_budget: self.exact_budget,
         }
     }

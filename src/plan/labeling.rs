@@ -311,6 +311,14 @@ impl Labeling {
         v
     }
 
+    /// Sinks that fail under the current labels, sorted.
+    pub fn failing_sinks(&self) -> Vec<SinkId> {
+        (0..self.sink.len())
+            .filter(|&k| self.fails(k))
+            .map(|k| SinkId(k as u32))
+            .collect()
+    }
+
     /// Sinks whose label was re-derived since `cp` and that fail now, sorted.
     pub fn failing_sinks_since(&self, cp: &Checkpoint) -> Vec<SinkId> {
         let mut v: Vec<SinkId> = self.touched_sinks[cp.touched_sinks..]

@@ -52,16 +52,17 @@ pub use cost::cost;
 pub use evaluator::{Evaluator, upper_bound};
 pub use explain::EXPLAIN;
 pub use model::{
-    Barrier, Choice, Kind, Mechanism, Named, Obstacle, Plan, PointRef, Reason, Search, SearchMode,
-    SinkOutcome, Status,
+    Barrier, Choice, Kind, Mechanism, Named, Obstacle, Part, Plan, PointRef, Reason, Search,
+    SearchMode, SinkOutcome, Status,
 };
 pub use scoring::Score;
 
 use labeling::Labeling;
 
-/// Above this many candidates the search is greedy instead of exact.
+/// Above this many candidates a part of the search is greedy instead of exact.
 pub const EXACT_LIMIT: usize = 24;
-/// The exact search stops (and the greedy plan is kept) after this many analyses.
+/// The exact search of a part stops (and the part's greedy plan is kept) after this many
+/// analyses.
 pub const EVALUATION_BUDGET: usize = 20_000;
 /// How many components the explanation of one mechanism follows its removal through. In a
 /// fleet where feedback streams tie most components into one cycle, removing one mechanism
@@ -99,9 +100,10 @@ pub struct Options {
     pub fail_on: FailOn,
     /// Which mechanisms the plan may add (`--allow`).
     pub allowed: Allowed,
-    /// Above this many candidates the search is greedy (`--exact-limit`, at most 63).
+    /// Above this many candidates a part of the search is greedy (`--exact-limit`).
     pub exact_limit: usize,
-    /// Analyses the exact search may run before the greedy plan is kept (`--exact-budget`).
+    /// Analyses the exact search of a part may run before its greedy plan is kept
+    /// (`--exact-budget`).
     pub evaluation_budget: usize,
 }
 
@@ -121,9 +123,10 @@ blazes_plan::setters!(Options {
     fail_on: FailOn,
     /// Which mechanisms the plan may add (`--allow`).
     allowed: Allowed,
-    /// Above this many candidates the search is greedy (`--exact-limit`).
+    /// Above this many candidates a part of the search is greedy (`--exact-limit`).
     exact_limit: usize,
-    /// Analyses the exact search may run before the greedy plan is kept (`--exact-budget`).
+    /// Analyses the exact search of a part may run before its greedy plan is kept
+    /// (`--exact-budget`).
     evaluation_budget: usize,
 });
 
@@ -180,6 +183,7 @@ enum Outcome {
         mechanisms: Vec<Mechanism>,
         after: analysis::Analysis,
         mode: SearchMode,
+        parts: Vec<Part>,
     },
     /// No allowed combination repairs every sink; `after` is what remains.
     Unrepairable {
@@ -242,6 +246,7 @@ fn repair(
         mechanisms,
         after,
         mode: chosen.mode,
+        parts: chosen.parts,
     }
 }
 
@@ -255,18 +260,34 @@ fn finish(
     lab_evaluations: usize,
 ) -> Plan {
     let d = ev.dataflow();
-    let (status, mode, mechanisms, reasons, after) = match outcome {
-        Outcome::Ok => (Status::Ok, SearchMode::None, Vec::new(), Vec::new(), None),
+    let (status, mode, parts, mechanisms, reasons, after) = match outcome {
+        Outcome::Ok => (
+            Status::Ok,
+            SearchMode::None,
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            None,
+        ),
         Outcome::Repaired {
             mechanisms,
             after,
             mode,
-        } => (Status::Repaired, mode, mechanisms, Vec::new(), Some(after)),
+            parts,
+        } => (
+            Status::Repaired,
+            mode,
+            parts,
+            mechanisms,
+            Vec::new(),
+            Some(after),
+        ),
         Outcome::Unrepairable { after, obstacle } => {
             let reasons = explain::reasons(d, &after, options, obstacle);
             (
                 Status::Unrepairable,
                 SearchMode::None,
+                Vec::new(),
                 Vec::new(),
                 reasons,
                 Some(after),
@@ -295,6 +316,7 @@ fn finish(
             evaluations: ev.evaluations + lab_evaluations,
             exact_limit: options.exact_limit,
             budget: options.evaluation_budget,
+            parts,
         },
         cost: mechanisms.iter().map(|m| m.cost).sum(),
         mechanisms,

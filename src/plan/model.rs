@@ -251,14 +251,98 @@ impl SearchMode {
     }
 }
 
-/// How the search went: its mode, how many candidates it weighed and analyses it ran.
+/// How the search went: its mode, how many candidates it weighed and analyses it ran, and
+/// the independent parts it split them into.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Search {
+    /// `Exact` when every part is; otherwise why some part is greedy (more candidates than
+    /// the limit before a budget that ran out).
     pub mode: SearchMode,
     pub candidates: usize,
     pub evaluations: usize,
     pub exact_limit: usize,
     pub budget: usize,
+    /// The parts, ordered by their first candidate; empty when nothing was searched.
+    pub parts: Vec<Part>,
+}
+
+/// A part of the search: candidates that share no sink (nor a vertex upstream of one) with
+/// another part's, searched on its own. Its cost is what the plan spends on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Part {
+    pub candidates: usize,
+    pub mode: SearchMode,
+    /// The sinks failing before the plan that this part's candidates repair, sorted by id.
+    pub sinks: Vec<SinkId>,
+    pub cost: u32,
+    /// No plan repairs the part's sinks for less: its cost when the search was exact, and
+    /// otherwise a bound from sinks that share no candidate (each needs one of its own).
+    pub lower_bound: u32,
+}
+
+impl Search {
+    /// The least any plan can cost: the sum of the parts' lower bounds.
+    pub fn lower_bound(&self) -> u32 {
+        self.parts.iter().map(|p| p.lower_bound).sum()
+    }
+
+    /// The search in a sentence, with the flag that changes it, for every format.
+    pub fn describe(&self) -> String {
+        let (limit, budget) = (self.exact_limit, self.budget);
+        let n = self.parts.len();
+        let inexact: Vec<&Part> = self
+            .parts
+            .iter()
+            .filter(|p| p.mode != SearchMode::Exact)
+            .collect();
+        let bound = |s: String| {
+            if inexact.is_empty() {
+                s
+            } else {
+                let gap: u32 = inexact
+                    .iter()
+                    .map(|p| p.cost.saturating_sub(p.lower_bound))
+                    .sum();
+                format!(
+                    "{s}; no plan costs less than {} (this one is at most {gap} above)",
+                    self.lower_bound()
+                )
+            }
+        };
+        if n <= 1 {
+            return bound(self.mode.describe(limit, budget));
+        }
+        if inexact.is_empty() {
+            return format!("exact (branch and bound) in each of {n} independent parts");
+        }
+        let why: Vec<String> = [SearchMode::Greedy, SearchMode::GreedyBudget]
+            .into_iter()
+            .filter_map(|m| {
+                let k = inexact.iter().filter(|p| p.mode == m).count();
+                (k > 0).then(|| {
+                    let largest = inexact
+                        .iter()
+                        .filter(|p| p.mode == m)
+                        .map(|p| p.candidates)
+                        .max()
+                        .unwrap_or(0);
+                    match m {
+                        SearchMode::Greedy => format!(
+                            "{k} with more than {limit} candidates (largest {largest}; --exact-limit raises it)"
+                        ),
+                        _ => format!(
+                            "{k} where the exact search stopped after {budget} analyses (--exact-budget raises it)"
+                        ),
+                    }
+                })
+            })
+            .collect();
+        bound(format!(
+            "greedy in {} of {n} independent parts ({}), exact in the others",
+            inexact.len(),
+            why.join("; ")
+        ))
+    }
 }
 
 /// Why no plan repairs a sink.

@@ -171,9 +171,7 @@ pub fn render(path: &str, plan: Named) -> String {
     }
     s.push_str(&format!(
         "  search: {}, {}, {}\n",
-        plan.search
-            .mode
-            .describe(plan.search.exact_limit, plan.search.budget),
+        plan.search.describe(),
         plural(plan.search.candidates, "candidate", "candidates"),
         plural(plan.search.evaluations, "analysis", "analyses"),
     ));

@@ -189,7 +189,7 @@ pub fn file_value(f: &PlannedFile) -> Value {
         "status": plan.status.as_str(),
         "search": {
             "mode": plan.search.mode.as_str(),
-            "detail": plan.search.mode.describe(plan.search.exact_limit, plan.search.budget),
+            "detail": plan.search.describe(),
             "candidates": plan.search.candidates,
             "evaluations": plan.search.evaluations,
             "exact_limit": plan.search.exact_limit,
