@@ -685,6 +685,16 @@ proptest! {
         // The greedy search also yields verified, irredundant plans.
         let greedy = plan::Options::default().exact_limit(0);
         check_plan(&df, &greedy, 0);
+        // The lower bound a greedy plan reports is one: no cheaper than the exact plan, and
+        // an exact plan's bound is its cost, part by part.
+        let exact = plan::plan(&df, &plan::Options::default());
+        let rough = plan::plan(&df, &greedy);
+        if exact.status == Status::Repaired && exact.search.mode == plan::SearchMode::Exact {
+            prop_assert!(rough.search.lower_bound() <= exact.cost, "{:?} {}", rough.search, exact.cost);
+            prop_assert!(rough.search.lower_bound() > 0, "{:?}", rough.search);
+            prop_assert_eq!(exact.search.lower_bound(), exact.cost);
+            prop_assert_eq!(exact.search.parts.iter().map(|p| p.cost).sum::<u32>(), exact.cost);
+        }
     }
 
     #[test]

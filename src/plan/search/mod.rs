@@ -6,6 +6,7 @@
 //!
 //! Must not know: names, reports, or how a mechanism is explained.
 
+mod bound;
 mod exact;
 mod greedy;
 mod irredundant;
@@ -48,7 +49,7 @@ pub(super) fn search(lab: &mut Labeling, cands: &[Candidate], options: &Options)
     let Some(greedy_plan) = greedy_plan else {
         return search_whole(lab, cands, options);
     };
-    let split = split::parts(lab.dataflow(), cands);
+    let split = split::parts(lab.dataflow(), cands, &failing);
     let mut in_greedy = vec![false; cands.len()];
     for &i in &greedy_plan {
         in_greedy[i] = true;
@@ -123,7 +124,7 @@ pub(super) fn search(lab: &mut Labeling, cands: &[Candidate], options: &Options)
             let lower_bound = if mode == SearchMode::Exact {
                 cost
             } else {
-                lower_bound(lab, cands, members, &sinks)
+                bound::lower_bound(lab.dataflow(), cands, members, &sinks)
             };
             Part {
                 candidates: members.len(),
@@ -173,40 +174,4 @@ fn overall(modes: impl Iterator<Item = SearchMode>) -> SearchMode {
         (SearchMode::GreedyBudget, _) | (_, SearchMode::GreedyBudget) => SearchMode::GreedyBudget,
         _ => SearchMode::Exact,
     })
-}
-
-/// A cost no plan of the part can go below. Every failing sink needs a candidate that
-/// reaches it (nothing else changes its label), so sinks whose reaching candidates are
-/// disjoint each need one of their own: the sum of their cheapest is a bound. The sinks are
-/// packed fewest candidates first; a single sink's cheapest is a bound too.
-fn lower_bound(lab: &Labeling, cands: &[Candidate], members: &[usize], sinks: &[SinkId]) -> u32 {
-    let reached = split::reached_sinks(lab.dataflow(), cands, members);
-    let mut reaching: Vec<Vec<usize>> = vec![Vec::new(); lab.dataflow().sinks.len()];
-    for (&i, ks) in members.iter().zip(&reached) {
-        for k in ks {
-            reaching[k.index()].push(i);
-        }
-    }
-    let cheapest = |k: SinkId| {
-        reaching[k.index()]
-            .iter()
-            .map(|&i| cands[i].cost)
-            .min()
-            .unwrap_or(0)
-    };
-    let mut order: Vec<SinkId> = sinks.to_vec();
-    order.sort_by_key(|k| (reaching[k.index()].len(), *k));
-    let mut used = vec![false; cands.len()];
-    let mut packed = 0;
-    for k in order {
-        if reaching[k.index()].iter().any(|&i| used[i]) {
-            continue;
-        }
-        packed += cheapest(k);
-        for &i in &reaching[k.index()] {
-            used[i] = true;
-        }
-    }
-    let single = sinks.iter().map(|&k| cheapest(k)).max().unwrap_or(0);
-    packed.max(single)
 }
