@@ -13,7 +13,10 @@ use std::ops::RangeInclusive;
 
 use crate::label::Annotation;
 
+mod json;
 pub mod random;
+
+pub use json::to_json;
 
 /// Parameters of a generated spec.
 #[derive(Clone, Debug)]

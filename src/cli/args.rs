@@ -137,6 +137,12 @@ pub(crate) enum Command {
     },
 }
 
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub(crate) enum GenFormat {
+    Yaml,
+    Json,
+}
+
 #[derive(clap::Args, Debug)]
 pub(crate) struct GenArgs {
     /// Number of components.
@@ -151,6 +157,9 @@ pub(crate) struct GenArgs {
     /// Share of replicated components (0 to 1).
     #[arg(long, default_value_t = 0.1)]
     pub replicated: f64,
+    /// The spec's format: YAML, or the same spec as one JSON document (read faster).
+    #[arg(long, value_enum, default_value_t = GenFormat::Yaml)]
+    pub format: GenFormat,
     /// Write to this file instead of standard output (atomically).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,

@@ -1,6 +1,6 @@
 //! `blazes gen`: a random, valid spec of a given size.
 
-use super::args::GenArgs;
+use super::args::{GenArgs, GenFormat};
 use super::io::{write_atomically, write_out};
 use crate::check::{EXIT_CLEAN, EXIT_INVALID};
 use crate::generator::{self, GenOptions};
@@ -23,6 +23,16 @@ pub(crate) fn run(args: &GenArgs) -> i32 {
         replicated_share: args.replicated,
         ..Default::default()
     });
+    let text = match args.format {
+        GenFormat::Yaml => text,
+        GenFormat::Json => match generator::to_json(&text) {
+            Ok(json) => json,
+            Err(e) => {
+                say!("error: the generated spec cannot be written as JSON: {e}");
+                return EXIT_INVALID;
+            }
+        },
+    };
     match &args.output {
         None => {
             write_out(text.as_bytes());

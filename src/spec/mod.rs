@@ -9,6 +9,7 @@
 //! Must not know: labels, the analysis, output formats.
 
 mod entries;
+pub mod json;
 mod reader;
 mod replay;
 mod shift;
@@ -324,6 +325,16 @@ pub fn parse_vec(bytes: Vec<u8>, limits: &Limits) -> (Option<Spec>, Vec<Diagnost
 /// assert!(spec.is_some());
 /// ```
 pub fn parse(text: &str, limits: &Limits) -> (Option<Spec>, Vec<Diagnostic>) {
+    read_spec(text, limits, true)
+}
+
+/// [`parse`] without the JSON reader: what `tests/json_reader.rs` compares it with.
+#[doc(hidden)]
+pub fn parse_as_yaml(text: &str, limits: &Limits) -> (Option<Spec>, Vec<Diagnostic>) {
+    read_spec(text, limits, false)
+}
+
+fn read_spec(text: &str, limits: &Limits, json_reader: bool) -> (Option<Spec>, Vec<Diagnostic>) {
     let body = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let bom = text.len() - body.len();
     if body.trim().is_empty()
@@ -336,14 +347,28 @@ pub fn parse(text: &str, limits: &Limits) -> (Option<Spec>, Vec<Diagnostic>) {
             .help("a spec needs at least `components:` and `streams:`; see `blazes explain S009`");
         return (None, vec![d]);
     }
-    let mut reader = reader::Reader::new(Validator {
-        text,
-        diags: Vec::new(),
-        limits,
-        attributes: Vec::new(),
-        attribute_texts: HashSet::new(),
-        lines: std::cell::OnceCell::new(),
-    });
+    let new_reader = || {
+        reader::Reader::new(Validator {
+            text,
+            diags: Vec::new(),
+            limits,
+            attributes: Vec::new(),
+            attribute_texts: HashSet::new(),
+            lines: std::cell::OnceCell::new(),
+        })
+    };
+    // A JSON spec is read by the JSON reader, unless it gives up (see `json`): then what it
+    // validated is dropped and the YAML reader reads the file, and reports its errors.
+    if json_reader && json::looks_like_json(body) {
+        let mut reader = new_reader();
+        let read = yaml::on_reader_stack(limits, || {
+            json::read(body, bom, limits, &mut reader).map(|root| reader.finish(root))
+        });
+        if let Ok((spec, diags)) = read {
+            return (Some(spec), diags);
+        }
+    }
+    let mut reader = new_reader();
     match yaml::read(body, bom, limits, &mut reader) {
         Ok(root) => {
             let (spec, diags) = reader.finish(root);
