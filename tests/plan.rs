@@ -691,7 +691,10 @@ proptest! {
         let rough = plan::plan(&df, &greedy);
         if exact.status == Status::Repaired && exact.search.mode == plan::SearchMode::Exact {
             prop_assert!(rough.search.lower_bound() <= exact.cost, "{:?} {}", rough.search, exact.cost);
-            prop_assert!(rough.search.lower_bound() > 0, "{:?}", rough.search);
+            // (A greedy search may find no plan where the exact one does: then no bound.)
+            if rough.status == Status::Repaired {
+                prop_assert!(rough.search.lower_bound() > 0, "{:?}", rough.search);
+            }
             prop_assert_eq!(exact.search.lower_bound(), exact.cost);
             prop_assert_eq!(exact.search.parts.iter().map(|p| p.cost).sum::<u32>(), exact.cost);
         }

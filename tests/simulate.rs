@@ -154,7 +154,7 @@ fn witnesses_are_shrunk_in_reordered_deliveries() {
     let inputs: simulate::model::Inputs = vec![
         (1..=4u64)
             .map(|p| simulate::model::Rec {
-                attrs: vec![0; m.attrs.len()],
+                attrs: vec![0; m.attrs.len()].into(),
                 payload: p,
                 depth: 0,
             })
@@ -511,7 +511,7 @@ fn rich_inputs(m: &simulate::model::Model) -> simulate::model::Inputs {
                 .iter()
                 .enumerate()
                 .map(|(t, attrs)| simulate::model::Rec {
-                    attrs: attrs.clone(),
+                    attrs: attrs.clone().into(),
                     payload: (s as u64 + 1) * 1000 + t as u64,
                     depth: 0,
                 })

@@ -252,6 +252,10 @@ pub(crate) struct ScheduleArgs {
     /// Seed of the random schedules: the same seed gives the same output [default: 1].
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
+    /// Show each witness as found, without shrinking its input to the fewest records and
+    /// its schedule to the fewest reorderings (faster; the witness is as valid, only longer).
+    #[arg(long)]
+    pub no_shrink: bool,
 }
 
 impl ScheduleArgs {
@@ -262,6 +266,7 @@ impl ScheduleArgs {
             replicas: self.replicas.map_or(d.replicas, usize::from),
             schedules: self.schedules.map_or(schedules, |n| n as usize),
             seed: self.seed.unwrap_or(d.seed),
+            shrink: !self.no_shrink,
             ..d
         }
     }
@@ -272,6 +277,7 @@ impl ScheduleArgs {
             (self.replicas.is_some(), "--replicas"),
             (self.schedules.is_some(), "--schedules"),
             (self.seed.is_some(), "--seed"),
+            (self.no_shrink, "--no-shrink"),
         ]
         .into_iter()
         .find_map(|(given, name)| given.then_some(name))

@@ -6,6 +6,7 @@
 //! the dataflow, the input records and the chooser's answers, nothing else.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::graph::IfaceId;
 
@@ -85,16 +86,30 @@ pub trait Chooser {
 }
 
 /// One execution in progress: every instance's state and the messages in flight. Cloned at
-/// the choice points of the exhaustive search.
+/// the choice points of the exhaustive search, so the parts a delivery does not touch are
+/// shared: instances and sinks behind `Arc`s (copied on their first write, `inst_mut`), the
+/// trace as a shared list. A clone costs a pointer per instance, not the whole state (which
+/// made each schedule quadratic in the spec's size).
 #[derive(Clone)]
 pub struct Exec<'m> {
     pub(super) m: &'m Model,
-    pub(super) inst: Vec<Vec<Instance>>,
+    pub(super) inst: Vec<Vec<Arc<Shared<Instance>>>>,
     /// Messages in flight, kept sorted: the state does not depend on the order they were sent
     /// in, and the choices are numbered the same way whatever path led to the state.
-    pub(super) pending: Vec<Msg>,
-    pub(super) sinks: Vec<BTreeSet<Rec>>,
-    pub(super) trace: Vec<Delivery>,
+    pub(super) pending: Pending,
+    /// Records in flight that commute with every other delivery (`Model::commutes`), kept
+    /// apart (unsorted; sorted when taken): they are delivered without a choice, all at once,
+    /// so they never need to be picked out of `pending`. Empty at every choice point but a
+    /// keyed one.
+    pub(super) free: Vec<Msg>,
+    /// The seals in `pending`, in the same order, counted: the first one enabled is found
+    /// without a pass over every message in flight.
+    pub(super) seals: BTreeMap<Msg, u32>,
+    /// Records in flight (`pending` and `free`) on sealed edges, per channel and partition
+    /// of the edge's seal key: a seal is enabled when none of its partition is in flight.
+    pub(super) busy: BTreeMap<(usize, usize, usize, Vec<u8>), u32>,
+    pub(super) sinks: Vec<Arc<Shared<BTreeSet<Rec>>>>,
+    pub(super) trace: Trace,
     pub(super) steps: usize,
     /// At a keyed component's choice point: the component and the partitions of its order
     /// key that have a record queued (the choices past the messages in flight).
@@ -135,11 +150,20 @@ impl<'m> Exec<'m> {
             inst: m
                 .comps
                 .iter()
-                .map(|c| vec![Instance::default(); c.replicas])
+                .map(|c| {
+                    (0..c.replicas)
+                        .map(|_| Arc::new(Shared::new(Instance::default())))
+                        .collect()
+                })
                 .collect(),
-            pending: Vec::new(),
-            sinks: vec![BTreeSet::new(); m.sink_names.len()],
-            trace: Vec::new(),
+            pending: Pending::default(),
+            free: Vec::new(),
+            seals: BTreeMap::new(),
+            busy: BTreeMap::new(),
+            sinks: (0..m.sink_names.len())
+                .map(|_| Arc::new(Shared::new(BTreeSet::new())))
+                .collect(),
+            trace: Trace::default(),
             steps: 0,
             keyed: None,
         };
@@ -169,22 +193,42 @@ impl<'m> Exec<'m> {
                 Step::Choose(n) => return Some(self.keyed_choices(n)),
                 Step::Idle => {}
             }
-            if self.steps >= self.m.delivery_budget && !self.pending.is_empty() {
+            if self.steps >= self.m.delivery_budget
+                && !(self.pending.is_empty() && self.free.is_empty() && self.seals.is_empty())
+            {
                 return None;
             }
             // Records that commute are always enabled (no need to look at the seals), and may
-            // be delivered in any order: all of them at once, in one pass over the messages.
-            if !self.m.knobs.fixed_order {
-                let (now, rest): (Vec<Msg>, Vec<Msg>) = std::mem::take(&mut self.pending)
-                    .into_iter()
-                    .partition(|m| matches!(m.body, Body::Rec(_)) && self.m.commutes(m));
-                self.pending = rest;
-                if !now.is_empty() {
-                    for msg in now {
-                        self.steps += 1;
-                        self.deliver(msg);
-                    }
+            // be delivered in any order: all of them at once, in their sorted order.
+            if !self.free.is_empty() {
+                let mut now = std::mem::take(&mut self.free);
+                now.sort_unstable();
+                for msg in now {
+                    self.steps += 1;
+                    self.deliver(msg);
+                }
+                continue;
+            }
+            if !self.m.knobs.fixed_order && !self.m.knobs.no_reduction {
+                // Every record left in `pending` does not commute; every seal does. So the first
+                // enabled seal goes now, and without one the records are the choices (what the
+                // general case below finds, without a pass over the messages per delivery).
+                if let Some(seal) = self.first_enabled_seal() {
+                    self.steps += 1;
+                    self.deliver(seal);
                     continue;
+                }
+                match self.pending.len() {
+                    0 => match self.ordered_step(true) {
+                        Step::Took => continue,
+                        Step::Choose(n) => return Some(self.keyed_choices(n)),
+                        Step::Idle => return Some(Vec::new()),
+                    },
+                    1 => {
+                        self.deliver_at(0);
+                        continue;
+                    }
+                    n => return Some((0..n).collect()),
                 }
             }
             let enabled = self.enabled();
@@ -219,7 +263,7 @@ impl<'m> Exec<'m> {
             let key = self.m.comps[c].order_key.as_deref().unwrap_or_default();
             let part = &parts[index - self.pending.len()];
             for k in 0..self.inst[c].len() {
-                let inst = &mut self.inst[c][k];
+                let inst = self.inst_mut(c, k);
                 let next = inst
                     .queue
                     .iter()
@@ -232,7 +276,10 @@ impl<'m> Exec<'m> {
             }
             return;
         }
-        let msg = self.pending.remove(index);
+        let msg = self
+            .pending
+            .remove(index)
+            .expect("a choice names a message in flight");
         self.deliver(msg);
     }
 
@@ -244,6 +291,10 @@ impl<'m> Exec<'m> {
         let mut h = std::hash::DefaultHasher::new();
         self.inst.hash(&mut h);
         self.pending.hash(&mut h);
+        let mut free: Vec<&Msg> = self.free.iter().collect();
+        free.sort_unstable();
+        free.hash(&mut h);
+        self.seals.hash(&mut h);
         self.sinks.hash(&mut h);
         h.finish()
     }
@@ -251,7 +302,11 @@ impl<'m> Exec<'m> {
     /// What the execution ends with.
     pub fn finish(self) -> Outcome {
         Outcome {
-            sinks: self.sinks,
+            sinks: self
+                .sinks
+                .into_iter()
+                .map(|s| Arc::try_unwrap(s).map_or_else(|s| s.value.clone(), |s| s.value))
+                .collect(),
             emitted: self
                 .inst
                 .iter()
@@ -273,7 +328,7 @@ impl<'m> Exec<'m> {
                     })
                 })
                 .collect(),
-            trace: self.trace,
+            trace: self.trace.to_vec(),
         }
     }
 }
@@ -289,7 +344,177 @@ pub(super) fn values(n: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// The messages in flight that are choices, sorted, in chunks: inserting and removing cost
+/// the size of a chunk, not of every message in flight (tens of thousands on a big spec,
+/// where a sorted vector spent half of a schedule moving them).
+#[derive(Clone, Default, Hash)]
+pub(super) struct Pending {
+    chunks: Vec<Vec<Msg>>,
+    len: usize,
+}
+
+/// Messages per chunk before it is split in two.
+const CHUNK: usize = 256;
+
+impl Pending {
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Msg> {
+        self.chunks.iter().flatten()
+    }
+
+    /// The chunk and the position in it of message `i`.
+    fn locate(&self, mut i: usize) -> Option<(usize, usize)> {
+        for (c, chunk) in self.chunks.iter().enumerate() {
+            if i < chunk.len() {
+                return Some((c, i));
+            }
+            i -= chunk.len();
+        }
+        None
+    }
+
+    pub(super) fn get(&self, i: usize) -> Option<&Msg> {
+        let (c, j) = self.locate(i)?;
+        Some(&self.chunks[c][j])
+    }
+
+    pub(super) fn remove(&mut self, i: usize) -> Option<Msg> {
+        let (c, j) = self.locate(i)?;
+        let msg = self.chunks[c].remove(j);
+        if self.chunks[c].is_empty() {
+            self.chunks.remove(c);
+        }
+        self.len -= 1;
+        Some(msg)
+    }
+
+    /// Inserts `msg` after every message not greater than it.
+    pub(super) fn insert(&mut self, msg: Msg) {
+        // The first chunk whose last message is greater takes it; else the last chunk.
+        let c = self
+            .chunks
+            .partition_point(|chunk| chunk.last().is_some_and(|last| *last <= msg));
+        let c = c.min(self.chunks.len().saturating_sub(1));
+        if self.chunks.is_empty() {
+            self.chunks.push(Vec::with_capacity(CHUNK));
+        }
+        let chunk = &mut self.chunks[c];
+        let at = chunk.partition_point(|p| *p <= msg);
+        chunk.insert(at, msg);
+        if chunk.len() > CHUNK {
+            let tail = chunk.split_off(CHUNK / 2);
+            self.chunks.insert(c + 1, tail);
+        }
+        self.len += 1;
+    }
+}
+
+impl std::ops::Index<usize> for Pending {
+    type Output = Msg;
+    fn index(&self, i: usize) -> &Msg {
+        self.get(i).expect("an index of a message in flight")
+    }
+}
+
+/// A part of an execution's state with its hash, computed once and kept until the part
+/// changes: the fingerprint of a state hashes the hashes of its parts, so that it costs a
+/// word per part that did not change, not the whole state.
+#[derive(Clone)]
+pub(super) struct Shared<T> {
+    value: T,
+    hash: std::sync::OnceLock<u64>,
+}
+
+impl<T: std::hash::Hash> Shared<T> {
+    fn new(value: T) -> Self {
+        Shared {
+            value,
+            hash: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The value, to change: its hash is forgotten.
+    fn get_mut(&mut self) -> &mut T {
+        self.hash = std::sync::OnceLock::new();
+        &mut self.value
+    }
+}
+
+impl<T> std::ops::Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T: std::hash::Hash> std::hash::Hash for Shared<T> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        use std::hash::Hasher;
+        let h = *self.hash.get_or_init(|| {
+            // SipHash with fixed keys: the same value hashes the same in every run.
+            let mut h = std::hash::DefaultHasher::new();
+            self.value.hash(&mut h);
+            h.finish()
+        });
+        state.write_u64(h);
+    }
+}
+
+/// The deliveries of an execution so far, newest first: a list whose tail is shared with the
+/// executions it was cloned from, so that a clone does not copy it.
+#[derive(Clone, Default)]
+pub(super) struct Trace(Option<Arc<TraceNode>>);
+
+struct TraceNode {
+    delivery: Delivery,
+    before: Trace,
+}
+
+impl Trace {
+    pub(super) fn push(&mut self, delivery: Delivery) {
+        let before = Trace(self.0.take());
+        self.0 = Some(Arc::new(TraceNode { delivery, before }));
+    }
+
+    /// The deliveries, oldest first.
+    fn to_vec(&self) -> Vec<Delivery> {
+        let mut out = Vec::new();
+        let mut at = self.0.as_deref();
+        while let Some(node) = at {
+            out.push(node.delivery.clone());
+            at = node.before.0.as_deref();
+        }
+        out.reverse();
+        out
+    }
+}
+
+impl Drop for Trace {
+    /// One node at a time: dropping a long list recursively would overflow the stack.
+    fn drop(&mut self) {
+        let mut next = self.0.take();
+        while let Some(node) = next {
+            next = match Arc::try_unwrap(node) {
+                Ok(mut node) => node.before.0.take(),
+                Err(_) => None,
+            };
+        }
+    }
+}
+
 impl Exec<'_> {
+    /// Instance `k` of component `c`, to change: copied first if a clone shares it.
+    pub(super) fn inst_mut(&mut self, c: usize, k: usize) -> &mut Instance {
+        Arc::make_mut(&mut self.inst[c][k]).get_mut()
+    }
+
     fn consumers(&self, e: usize) -> usize {
         match self.m.edges[e].to {
             To::Input(i) => self.m.comps[self.m.iface_comp[i.index()].index()].replicas,
@@ -308,8 +533,19 @@ impl Exec<'_> {
                 to,
                 body: body.clone(),
             };
-            let at = self.pending.partition_point(|p| *p <= msg);
-            self.pending.insert(at, msg);
+            self.track(&msg, true);
+            let reduced = self.reduced();
+            if reduced && matches!(msg.body, Body::Seal(_)) {
+                // Kept in `seals` (by `track`).
+            } else if !self.m.knobs.fixed_order
+                && matches!(msg.body, Body::Rec(_))
+                && self.m.commutes(&msg)
+            {
+                // Sorted when taken (`advance`).
+                self.free.push(msg);
+            } else {
+                self.pending.insert(msg);
+            }
         }
     }
 
@@ -321,7 +557,7 @@ impl Exec<'_> {
             return (0..self.pending.len()).collect();
         }
         let mut busy: BTreeSet<(usize, usize, usize, Vec<u8>)> = BTreeSet::new();
-        for o in &self.pending {
+        for o in self.pending.iter() {
             if let (Body::Rec(r), Some(key)) = (&o.body, &self.m.edges[o.edge].seal) {
                 busy.insert((o.edge, o.from, o.to, project(&r.attrs, key)));
             }
@@ -337,12 +573,63 @@ impl Exec<'_> {
             .collect()
     }
 
+    /// Whether deliveries that commute are delivered without a choice (the tests' knobs turn
+    /// it off). Then seals are kept in `seals` alone, commuting records in `free`, and
+    /// `pending` holds only the records that are choices.
+    fn reduced(&self) -> bool {
+        !self.m.knobs.fixed_order && !self.m.knobs.no_reduction
+    }
+
+    /// The first enabled seal in flight: none of its partition's records in flight on its
+    /// channel.
+    fn first_enabled_seal(&self) -> Option<Msg> {
+        let (msg, _) = self.seals.iter().find(|(msg, _)| {
+            let Body::Seal(v) = &msg.body else {
+                return false;
+            };
+            !self
+                .busy
+                .contains_key(&(msg.edge, msg.from, msg.to, v.clone()))
+        })?;
+        Some(msg.clone())
+    }
+
+    /// The channel and partition of a record in flight on a sealed edge, for `busy`.
+    fn busy_key(&self, msg: &Msg) -> Option<(usize, usize, usize, Vec<u8>)> {
+        match (&msg.body, &self.m.edges[msg.edge].seal) {
+            (Body::Rec(r), Some(key)) => Some((msg.edge, msg.from, msg.to, project(&r.attrs, key))),
+            _ => None,
+        }
+    }
+
+    /// Counts `msg` into (`sent`) or out of `seals` and `busy`.
+    fn track(&mut self, msg: &Msg, sent: bool) {
+        fn bump<K: Ord>(map: &mut BTreeMap<K, u32>, key: K, sent: bool) {
+            if sent {
+                *map.entry(key).or_insert(0) += 1;
+            } else if let std::collections::btree_map::Entry::Occupied(mut e) = map.entry(key) {
+                *e.get_mut() -= 1;
+                if *e.get() == 0 {
+                    e.remove();
+                }
+            }
+        }
+        if matches!(msg.body, Body::Seal(_)) {
+            bump(&mut self.seals, msg.clone(), sent);
+        } else if let Some(key) = self.busy_key(msg) {
+            bump(&mut self.busy, key, sent);
+        }
+    }
+
     fn deliver(&mut self, msg: Msg) {
+        self.track(&msg, false);
         let edge = &self.m.edges[msg.edge];
         let input = match edge.to {
             To::Sink(s) => {
-                if let Body::Rec(r) = msg.body {
-                    self.sinks[s].insert(r);
+                if let Body::Rec(r) = msg.body
+                    && !self.sinks[s].contains(&r)
+                {
+                    Arc::make_mut(&mut self.sinks[s]).get_mut().insert(r);
                 }
                 return;
             }
@@ -353,10 +640,16 @@ impl Exec<'_> {
         let ordered = self.m.comps[c].ordered && !self.m.clock[input.index()];
         match msg.body {
             Body::Rec(r) => {
-                let inst = &mut self.inst[c][msg.to];
-                if !inst.received.entry(input).or_default().insert(r.clone()) {
+                // Looked up before the instance is copied: a repeat is dropped unchanged.
+                if self.inst[c][msg.to]
+                    .received
+                    .get(&input)
+                    .is_some_and(|s| s.contains(&r))
+                {
                     return;
                 }
+                let inst = self.inst_mut(c, msg.to);
+                inst.received.entry(input).or_default().insert(r.clone());
                 if ordered {
                     inst.queue.insert((r, input));
                 } else {
@@ -364,7 +657,7 @@ impl Exec<'_> {
                 }
             }
             Body::Seal(v) => {
-                let inst = &mut self.inst[c][msg.to];
+                let inst = self.inst_mut(c, msg.to);
                 if ordered {
                     inst.queued_seals.insert((msg.edge, msg.from, v));
                 } else {
@@ -389,6 +682,8 @@ impl Exec<'_> {
         let in_flight = self
             .pending
             .iter()
+            .chain(&self.free)
+            .chain(self.seals.keys())
             .any(|msg| match self.m.edges[msg.edge].to {
                 To::Input(i) => up[self.m.iface_comp[i.index()].index()],
                 To::Sink(_) => false,
@@ -431,7 +726,12 @@ impl Exec<'_> {
             }
             let mut took = false;
             for k in 0..self.inst[c].len() {
-                let inst = &mut self.inst[c][k];
+                let idle =
+                    self.inst[c][k].queue.is_empty() && self.inst[c][k].queued_seals.is_empty();
+                if idle {
+                    continue;
+                }
+                let inst = self.inst_mut(c, k);
                 if let Some((r, input)) = inst.queue.pop_first() {
                     took = true;
                     self.process(c, k, input, r);

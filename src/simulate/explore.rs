@@ -36,7 +36,7 @@ pub fn default_inputs(m: &Model) -> Inputs {
             base.chain(patterns.iter().cloned())
                 .zip(1u64..)
                 .map(|(attrs, t)| Rec {
-                    attrs,
+                    attrs: attrs.into(),
                     payload: mix(s as u64 + 1, t),
                     depth: 0,
                 })

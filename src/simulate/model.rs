@@ -17,7 +17,9 @@ pub use super::exec::{Body, Chooser, Delivery, Exec, Folds, Inputs, Msg, Outcome
 /// many order-sensitive paths (`OW` states, `OR` answers) made it from a source's record.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Rec {
-    pub attrs: Vec<u8>,
+    /// Shared: records are cloned at every step and into every message in flight, and
+    /// their attributes never change.
+    pub attrs: std::sync::Arc<[u8]>,
     pub payload: u64,
     pub depth: u8,
 }

@@ -144,12 +144,9 @@ impl<'m> Observer<'m> {
             }
             let empty = BTreeMap::new();
             for &out in &comp.outputs {
-                let set = |k: usize| {
-                    o.emitted[c][k]
-                        .get(&out)
-                        .unwrap_or(&BTreeSet::new())
-                        .clone()
-                };
+                // Borrowed, not cloned: this runs for every execution.
+                let none = BTreeSet::new();
+                let set = |k: usize| o.emitted[c][k].get(&out).unwrap_or(&none);
                 let first = set(0);
                 if let Some(other) = (1..comp.replicas).find(|&k| set(k) != first) {
                     for &s in &self.m.reaches[out.index()] {

@@ -28,14 +28,15 @@ impl Exec<'_> {
                 // The input already dropped repeats; the set of written records grows the same
                 // whatever the order, and each new record is forwarded once.
                 Annotation::CW => {
-                    self.inst[c][k].written.insert(r.clone());
+                    self.inst_mut(c, k).written.insert(r.clone());
                     self.emit(c, k, p.output, r.clone());
                 }
                 Annotation::OW => {
                     let part = project(&r.attrs, &p.gate);
-                    let inst = &mut self.inst[c][k];
+                    let barrier = p.barrier && !self.m.knobs.no_barrier;
+                    let inst = self.inst_mut(c, k);
                     inst.written.insert(r.clone());
-                    if p.barrier && !self.m.knobs.no_barrier {
+                    if barrier {
                         inst.held.entry((pi, part)).or_default().insert(r.clone());
                     } else {
                         let st = inst.fold.entry((pi, part)).or_insert(0);
@@ -50,7 +51,7 @@ impl Exec<'_> {
                 }
                 Annotation::OR => {
                     if p.waits_for_seals {
-                        self.inst[c][k]
+                        self.inst_mut(c, k)
                             .waiting
                             .entry(pi)
                             .or_default()
@@ -119,8 +120,8 @@ impl Exec<'_> {
                 if !self.closed(c, k, p.input, &full(&first)) {
                     continue;
                 }
-                let recs = self.inst[c][k].held.remove(&key).unwrap_or_default();
-                let inst = &mut self.inst[c][k];
+                let inst = self.inst_mut(c, k);
+                let recs = inst.held.remove(&key).unwrap_or_default();
                 inst.released.insert(key.clone());
                 let st = inst.fold.entry(key.clone()).or_insert(0);
                 for r in &recs {
@@ -151,7 +152,7 @@ impl Exec<'_> {
                     .iter()
                     .all(|&w| self.closed(c, k, w, &attrs))
                 {
-                    if let Some(rs) = self.inst[c][k].waiting.get_mut(&pi) {
+                    if let Some(rs) = self.inst_mut(c, k).waiting.get_mut(&pi) {
                         rs.remove(&r);
                     }
                     let out = self.answer(c, k, pi, &r);
@@ -193,7 +194,7 @@ impl Exec<'_> {
                         .filter(|p| p.output == o)
                         .all(|p| self.closed(c, k, p.input, &attrs));
                     if inputs_closed {
-                        self.inst[c][k].sealed_out.insert((e, v.clone()));
+                        self.inst_mut(c, k).sealed_out.insert((e, v.clone()));
                         self.send(e, k, Body::Seal(v));
                     }
                 }
@@ -205,14 +206,19 @@ impl Exec<'_> {
         if r.depth > self.m.max_depth {
             return;
         }
-        if !self.inst[c][k]
+        // Looked up before the instance is copied: a repeat changes nothing.
+        if self.inst[c][k]
             .emitted
-            .entry(o)
-            .or_default()
-            .insert(r.clone())
+            .get(&o)
+            .is_some_and(|e| e.contains(&r))
         {
             return;
         }
+        self.inst_mut(c, k)
+            .emitted
+            .entry(o)
+            .or_default()
+            .insert(r.clone());
         for &e in &self.m.out_of[o.index()] {
             self.send(e, k, Body::Rec(r.clone()));
         }

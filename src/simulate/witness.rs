@@ -61,18 +61,21 @@ fn show_set(m: &Model, set: Option<&BTreeSet<Rec>>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Explores `inputs` and returns what `sink` is observed to receive, with its evidence.
+/// Explores `inputs` and returns what `sink` is observed to receive, with its evidence: the
+/// first evidence of `level`, as soon as the sink is seen at `level` (the shrinking only asks
+/// whether the observation survives), else the worst seen in `schedules`.
 fn observe(
     m: &Model,
     inputs: &Inputs,
     schedules: usize,
     seed: u64,
     sink: usize,
+    level: Observed,
 ) -> (Observed, Option<Evidence>) {
     let mut obs = Observer::new(m);
     explore(m, inputs, schedules, seed, &mut |i, o| {
         obs.add(i, o);
-        true
+        obs.sinks[sink].observed < level
     });
     let s = obs.sinks.swap_remove(sink);
     (s.observed, s.evidence)
@@ -101,7 +104,7 @@ pub fn witness(
             while t < inputs[s].len() {
                 let mut fewer = inputs.clone();
                 fewer[s].remove(t);
-                match observe(m, &fewer, steps, seed, sink) {
+                match observe(m, &fewer, steps, seed, sink, level) {
                     (o, Some(ev)) if o >= level => {
                         inputs = fewer;
                         evidence = ev;
