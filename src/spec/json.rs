@@ -87,7 +87,7 @@ pub fn read<C: Consumer>(
             Take::Items if p.peek() == Some(b'[') => {
                 p.open(b'[')?;
                 let mut first = true;
-                while p.next_item(&mut first)? {
+                while p.next_entry(b']', &mut first)? {
                     if consumer.want_item() {
                         consumer.item(p.value()?);
                     } else {
@@ -177,31 +177,16 @@ impl<'t> Parser<'t> {
         Ok(span)
     }
 
-    /// A collection's closing bracket was consumed by [`Self::next_entry`] or
-    /// [`Self::next_item`].
+    /// A collection's closing bracket was consumed by [`Self::next_entry`].
     fn close(&mut self) {
         self.depth -= 1;
     }
 
-    /// Whether another entry of the open object follows (then at its key), or its closing
-    /// `}` was consumed.
+    /// Whether another entry or item of the open collection follows (then at it), or its
+    /// closing bracket `close` was consumed.
     fn next_entry(&mut self, close: u8, first: &mut bool) -> Parsed<bool> {
         self.ws();
         if self.peek() == Some(close) {
-            self.pos += 1;
-            self.ws();
-            return Ok(false);
-        }
-        if !std::mem::replace(first, false) {
-            self.eat(b',')?;
-            self.ws();
-        }
-        Ok(true)
-    }
-
-    fn next_item(&mut self, first: &mut bool) -> Parsed<bool> {
-        self.ws();
-        if self.peek() == Some(b']') {
             self.pos += 1;
             self.ws();
             return Ok(false);
@@ -262,7 +247,7 @@ impl<'t> Parser<'t> {
                 let span = self.open(b'[')?;
                 let mut items = Vec::new();
                 let mut first = true;
-                while self.next_item(&mut first)? {
+                while self.next_entry(b']', &mut first)? {
                     items.push(self.value()?);
                 }
                 self.close();
