@@ -342,6 +342,10 @@ pub(crate) async fn report(role: Role, replica: u32) -> Result<(), Failure> {
                     Input::Sequenced(_) => {
                         return Err("the ad network's plans give Report no global order".into());
                     }
+                    // A keyed replica reads every partition and leases none.
+                    Input::Assigned { .. } | Input::Revoked { .. } => {
+                        return Err("a report replica holds no partition lease".into());
+                    }
                 }
                 host.done(&d).await?;
             }

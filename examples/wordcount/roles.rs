@@ -177,9 +177,12 @@ pub(crate) async fn split(
         Channel::Sequence { .. } => {
             // A total order takes one input at a time from each producer.
             for (t, w) in tweets.iter().enumerate() {
-                out.send(format!("w {b} {j} {t}\n{w}").into()).await?;
+                out.send(d.position, t as u32, format!("w {b} {j} {t}\n{w}").into())
+                    .await?;
             }
-            out.send(format!("s {b} {j} {n}").into()).await.map(drop)
+            out.send(d.position, n as u32, format!("s {b} {j} {n}").into())
+                .await
+                .map(drop)
         }
         Channel::Plain { .. } | Channel::Keyed { .. } => {
             // Without a mechanism the words are grouped by field, as in Storm: each goes only
@@ -398,7 +401,7 @@ pub(crate) async fn counter(role: Role) -> Result<(), String> {
                 }
                 host.done(&d).await.map_err(err)?;
             }
-            Input::Keyed { .. } => {
+            Input::Keyed { .. } | Input::Assigned { .. } | Input::Revoked { .. } => {
                 return Err("the word count's plans give Count no keyed order".into());
             }
         }

@@ -205,7 +205,10 @@ async fn a_barrier_hands_over_whole_partitions_and_a_sequence_resumes_from_its_c
         .unwrap();
     let into_sum = producer.outputs("Sum").await.unwrap();
     for i in 1..=10u64 {
-        into_sum.send(Bytes::from(i.to_string())).await.unwrap();
+        into_sum
+            .send(i, 0, Bytes::from(i.to_string()))
+            .await
+            .unwrap();
     }
     let value = |d: &Delivery| match &d.input {
         Input::Sequenced(s) => std::str::from_utf8(&s.payload)
@@ -284,6 +287,11 @@ async fn a_keyed_component_gets_its_partition_in_order_and_resumes_after_its_com
         let report = Host::open(js.clone(), &p, config("Report", "0"))
             .await
             .unwrap();
+        let d = next(&report).await;
+        assert!(
+            matches!(d.input, Input::Assigned { restored: None, .. }),
+            "a session starts with its partition, before any input: {d:?}"
+        );
         let mut seen = Vec::new();
         for n in 1..=3 {
             let d = next(&report).await;
@@ -300,6 +308,11 @@ async fn a_keyed_component_gets_its_partition_in_order_and_resumes_after_its_com
     let report = Host::open(js.clone(), &p, config("Report", "1"))
         .await
         .unwrap();
+    let d = next(&report).await;
+    match &d.input {
+        Input::Assigned { restored, .. } => assert_eq!(restored.as_deref(), Some(&b"1+2"[..])),
+        other => panic!("expected the partition first, got {other:?}"),
+    }
     let d = next(&report).await;
     assert_eq!(report.restored().await.as_deref(), Some(&b"1+2"[..]));
     assert_eq!(value(&d), 3, "the input after the commit is handled again");
@@ -365,6 +378,7 @@ async fn keyed_inputs(host: &Host, quiet: Duration) -> Vec<(u32, String, Bytes)>
                 key,
                 payload,
             } => out.push((*partition, key.clone(), payload.clone())),
+            Input::Assigned { .. } => {}
             other => panic!("expected a keyed input, got {other:?}"),
         }
         host.done(&d).await.unwrap();
@@ -471,4 +485,281 @@ async fn a_partition_declared_by_its_sole_producer_is_released_by_its_seal_and_o
             .is_err(),
         "c1 must wait for every producer"
     );
+}
+
+fn number(payload: &[u8]) -> u64 {
+    std::str::from_utf8(payload).unwrap().parse().unwrap()
+}
+
+/// The state of the last commit of keyed `stream`'s partition `p`.
+async fn last_commit(js: &jetstream::Context, stream: &str, p: u32) -> u64 {
+    let s = js.get_stream(stream).await.unwrap();
+    let m = s
+        .get_last_raw_message_by_subject(&format!("{stream}.commit.{p}"))
+        .await
+        .unwrap();
+    number(&m.payload[8..])
+}
+
+/// A keyed host with one instance and two partitions, whose logic keeps a running sum and
+/// commits it after every input. Once it handled its first partition's three inputs, another
+/// worker takes that partition over (its lease message follows the host's), so the host moves
+/// to the other partition. Returns the sum the host committed for the second partition: a logic
+/// that starts each partition from its `Assigned` state commits that partition's sum alone.
+async fn sum_across_a_takeover(js: &jetstream::Context, spec: &str, reset: bool) -> (u64, u64) {
+    use blazes_runtime::nats::session::{KIND, partition_of};
+    let mut p = plan(r#"{"kind": "keyed-order", "component": "Report", "key": ["id"]}"#);
+    p.name = Some(spec.to_string());
+    let into = Host::open(js.clone(), &p, config("Src", "0").partitions(2))
+        .await
+        .unwrap()
+        .outputs("Report")
+        .await
+        .unwrap();
+    // A key per partition; partition 0 gets 1, 2, 3 and partition 1 gets 10, 20, 30.
+    let key_of = |part: u32| {
+        (0..)
+            .map(|k| format!("k{k}"))
+            .find(|k| partition_of(k, 2) == part)
+            .unwrap()
+    };
+    for (i, v) in [1, 10, 2, 20, 3, 30u64].into_iter().enumerate() {
+        let key = key_of(if v < 10 { 0 } else { 1 });
+        into.publish(1, i as u32, &key, Bytes::from(v.to_string()))
+            .await
+            .unwrap();
+    }
+    let host = Host::open(js.clone(), &p, config("Report", "0").partitions(2))
+        .await
+        .unwrap();
+    let Channel::Keyed { stream } = host.channel().clone() else {
+        panic!("a keyed channel")
+    };
+    let (mut sum, mut handled, mut revoked) = (0, Vec::new(), None);
+    let mut held = None;
+    while handled.len() < 6 {
+        let d = next(&host).await;
+        match &d.input {
+            Input::Assigned {
+                partition,
+                restored,
+            } => {
+                held = Some(*partition);
+                if reset {
+                    sum = restored.as_deref().map_or(0, number);
+                }
+            }
+            Input::Revoked { partition } => {
+                assert_eq!(Some(*partition), held, "the partition it held");
+                revoked = Some(*partition);
+            }
+            Input::Keyed { payload, .. } => {
+                sum += number(payload);
+                handled.push(d.position);
+                host.done(&d).await.unwrap();
+                host.checkpoint(Bytes::from(sum.to_string())).await.unwrap();
+                if handled.len() == 3 {
+                    // Another worker's lease on the partition: the host's renewal is refused.
+                    let mut h = async_nats::HeaderMap::new();
+                    h.insert(KIND, "lease");
+                    let subject = format!("{stream}.lease.{}", held.unwrap());
+                    js.publish_with_headers(subject, h, Bytes::new())
+                        .await
+                        .unwrap()
+                        .await
+                        .unwrap();
+                }
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let (first, second) = (
+        revoked.expect("the first partition was revoked"),
+        held.unwrap(),
+    );
+    assert_ne!(first, second);
+    (
+        last_commit(js, &stream, first).await,
+        last_commit(js, &stream, second).await,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_host_hands_its_logic_each_partition_it_gains_and_loses_and_carried_state_is_committed_wrong()
+ {
+    let Some((_cluster, js)) = server().await else {
+        return;
+    };
+    let (first, second) = sum_across_a_takeover(&js, "handover", true).await;
+    assert!(
+        [(6, 60), (60, 6)].contains(&(first, second)),
+        "each partition's commit holds its own sum: {first}, {second}"
+    );
+    // Negative control: the same logic without starting over at `Assigned` commits the first
+    // partition's sum into the second's checkpoint.
+    let (first, second) = sum_across_a_takeover(&js, "carried", false).await;
+    assert_eq!(
+        second,
+        first + [6, 60][(first == 6) as usize],
+        "carried over"
+    );
+}
+
+/// A keyed instance publishes an output per input of its partition and crashes before it
+/// commits; another instance takes the partition over once the lease ran out and handles the
+/// inputs again. Returns the outputs stored downstream.
+async fn outputs_across_a_takeover(
+    js: &jetstream::Context,
+    spec: &str,
+    by_instance: bool,
+    sink_ordered: bool,
+) -> u64 {
+    let mut p = plan(if sink_ordered {
+        r#"{"kind": "keyed-order", "component": "Report", "key": ["id"]},
+           {"kind": "global-order", "component": "Sink"}"#
+    } else {
+        r#"{"kind": "keyed-order", "component": "Report", "key": ["id"]}"#
+    });
+    p.name = Some(spec.to_string());
+    let into = Host::open(js.clone(), &p, config("Src", "0"))
+        .await
+        .unwrap()
+        .outputs("Report")
+        .await
+        .unwrap();
+    for i in 0..3u32 {
+        into.publish(1, i, "ad-1", Bytes::from(i.to_string()))
+            .await
+            .unwrap();
+    }
+    let report = |instance: &str| {
+        Host::open(
+            js.clone(),
+            &p,
+            config("Report", instance).outputs_named_by_instance(by_instance),
+        )
+    };
+    for instance in ["0", "1"] {
+        let host = report(instance).await.unwrap();
+        let out = host.outputs("Sink").await.unwrap();
+        let mut n = 0;
+        while n < 3 {
+            let d = next(&host).await;
+            if let Input::Keyed { payload, .. } = &d.input {
+                if sink_ordered {
+                    out.send(d.position, 0, payload.clone()).await.unwrap();
+                } else {
+                    out.publish(d.position, 0, "", payload.clone())
+                        .await
+                        .unwrap();
+                }
+                n += 1;
+            }
+        }
+        // The crash: nothing committed, the lease left to run out.
+    }
+    match out_channel(&p, js).await {
+        Channel::Sequence { stream, .. } => {
+            let mut sc = blazes_runtime::nats::sequencer::SequencerConfig::new(&stream);
+            sc.replicas = 1;
+            let seq = blazes_runtime::nats::sequencer::Sequencer::open(js.clone(), sc)
+                .await
+                .unwrap();
+            seq.read_sequenced(1, 100).await.unwrap().0.len() as u64
+        }
+        _ => stored(js, &format!("{spec}-Sink-in")).await,
+    }
+}
+
+/// How `p` gives `Sink` its inputs.
+async fn out_channel(p: &PlanFile, js: &jetstream::Context) -> Channel {
+    let sink = Host::open(js.clone(), p, config("Report", "probe"))
+        .await
+        .unwrap();
+    sink.outputs("Sink").await.unwrap().channel().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_taken_over_publishes_its_replayed_outputs_under_the_same_ids() {
+    let Some((_cluster, js)) = server().await else {
+        return;
+    };
+    for ordered in [false, true] {
+        let spec = format!("same-ids-{ordered}");
+        assert_eq!(
+            outputs_across_a_takeover(&js, &spec, false, ordered).await,
+            3,
+            "into a {} stream",
+            if ordered { "sequenced" } else { "plain" }
+        );
+        // Negative control: ids named by the instance land twice.
+        let spec = format!("instance-ids-{ordered}");
+        assert_eq!(
+            outputs_across_a_takeover(&js, &spec, true, ordered).await,
+            6
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sends_of_an_input_handled_again_land_in_the_total_order_once() {
+    use blazes_runtime::nats::sequencer::{Sequencer, SequencerConfig};
+    let Some((_cluster, js)) = server().await else {
+        return;
+    };
+    let p = plan(r#"{"kind": "global-order", "component": "Sum"}"#);
+    let into_stage = Host::open(js.clone(), &p, config("Src", "0"))
+        .await
+        .unwrap()
+        .outputs("Stage")
+        .await
+        .unwrap();
+    for i in 1..=4u32 {
+        into_stage
+            .publish(1, i, "", Bytes::from(i.to_string()))
+            .await
+            .unwrap();
+    }
+    // The first incarnation sends three inputs' outputs and crashes before acknowledging any;
+    // the second is handed them again (after the ack wait), then the fourth.
+    for (incarnation, inputs) in [(1, 3), (2, 4)] {
+        let stage = Host::open(js.clone(), &p, config("Stage", "0"))
+            .await
+            .unwrap();
+        let out = stage.outputs("Sum").await.unwrap();
+        for _ in 0..inputs {
+            let d = next(&stage).await;
+            let Input::Message { payload, .. } = &d.input else {
+                panic!("a plain stage")
+            };
+            out.send(d.position, 0, payload.clone()).await.unwrap();
+            if incarnation == 2 {
+                stage.done(&d).await.unwrap();
+            }
+        }
+    }
+    let sum = Host::open(js.clone(), &p, config("Sum", "0"))
+        .await
+        .unwrap();
+    let mut order = Vec::new();
+    while let Ok(d) = tokio::time::timeout(Duration::from_secs(2), sum.next()).await {
+        if let Input::Sequenced(s) = d.unwrap().input {
+            order.push(number(&s.payload));
+        }
+    }
+    assert_eq!(order, [1, 2, 3, 4], "each input's output once, in order");
+
+    // Negative control: a second incarnation of a producer that resends under its own epoch's
+    // ids (not the input's) stores the resent outputs again.
+    let mut sc = SequencerConfig::new("control");
+    sc.replicas = 1;
+    let seq = Sequencer::open(js.clone(), sc).await.unwrap();
+    for _ in 0..2 {
+        let mut producer = seq.producer("stage").await.unwrap();
+        for i in 1..=3 {
+            producer.send(Bytes::from(format!("{i}"))).await.unwrap();
+        }
+    }
+    let (resent, _) = seq.read_sequenced(1, 100).await.unwrap();
+    assert_eq!(resent.len(), 6, "stored twice");
 }

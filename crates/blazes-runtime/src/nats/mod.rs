@@ -132,17 +132,50 @@ pub struct Stored {
     pub sequence: u64,
     /// The server had already stored a message with this id inside its duplicate window.
     pub duplicate: bool,
+    /// For a duplicate: its first copy is on another subject than this publish (as an output
+    /// another instance replayed is, on a sequence).
+    pub(crate) elsewhere: bool,
 }
 
 /// A publish with the runtime's headers, retried with the same message id while its outcome is
 /// unknown. `Fenced` when the server refuses an expectation.
-#[tracing::instrument(level = "debug", name = "publish", skip_all, fields(subject = %subject))]
 pub(crate) async fn publish(
     js: &jetstream::Context,
     subject: &str,
     headers: HeaderMap,
     payload: Bytes,
     retry_for: Duration,
+) -> Result<Stored, NatsError> {
+    publish_to(
+        js,
+        subject,
+        headers,
+        payload,
+        retry_for,
+        Same::SubjectAndPayload,
+    )
+    .await
+}
+
+/// What a duplicate's first copy must share with the publish for the two to be one message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Same {
+    /// Its subject and payload: the subject is where the message goes.
+    SubjectAndPayload,
+    /// Its payload: the subject only names who wrote the first copy (a sequence's producer
+    /// chain, which an output replayed by another instance is written on).
+    Payload,
+}
+
+/// [`publish`], with what a duplicate must share with its first copy.
+#[tracing::instrument(level = "debug", name = "publish", skip_all, fields(subject = %subject))]
+pub(crate) async fn publish_to(
+    js: &jetstream::Context,
+    subject: &str,
+    headers: HeaderMap,
+    payload: Bytes,
+    retry_for: Duration,
+    same: Same,
 ) -> Result<Stored, NatsError> {
     debug_assert!(
         headers.get(MSG_ID).is_some(),
@@ -186,12 +219,20 @@ pub(crate) async fn publish(
         };
         match attempt.await {
             Ok(ack) => {
-                if ack.duplicate {
-                    check_duplicate(js, &ack, subject, &headers, &payload, retry_for).await?;
-                }
+                let elsewhere = if ack.duplicate {
+                    let first = check_duplicate(js, &ack, &headers, &payload, retry_for).await?;
+                    let elsewhere = first.is_some_and(|s| s != subject);
+                    if elsewhere && same == Same::SubjectAndPayload {
+                        return Err(conflict(&headers, &ack));
+                    }
+                    elsewhere
+                } else {
+                    false
+                };
                 return Ok(Stored {
                     sequence: ack.sequence,
                     duplicate: ack.duplicate,
+                    elsewhere,
                 });
             }
             Err(Failure::Fenced) => {
@@ -222,17 +263,17 @@ pub(crate) async fn publish(
     }
 }
 
-/// Checks that the message the server kept under a duplicate's id is this one (subject and
-/// payload): a retry of the same publish, not new content under a reused id. A first copy
-/// removed since (a seal barrier purges what it released) cannot be compared, and passes.
+/// Checks that the message the server kept under a duplicate's id has this one's payload: a
+/// retry of the same publish, not new content under a reused id. Returns the first copy's
+/// subject. A first copy removed since (a seal barrier purges what it released) cannot be
+/// compared, and passes.
 async fn check_duplicate(
     js: &jetstream::Context,
     ack: &jetstream::publish::PublishAck,
-    subject: &str,
     headers: &HeaderMap,
     payload: &Bytes,
     retry_for: Duration,
-) -> Result<(), NatsError> {
+) -> Result<Option<String>, NatsError> {
     use async_nats::jetstream::stream::RawMessageErrorKind;
     let stored = retrying(
         &ack.stream,
@@ -249,14 +290,17 @@ async fn check_duplicate(
     )
     .await?;
     match stored {
-        Some(m) if m.subject.as_str() != subject || m.payload != *payload => {
-            Err(NatsError::Conflict {
-                id: header(headers, MSG_ID).unwrap_or_default().to_string(),
-                stream: ack.stream.clone(),
-                sequence: ack.sequence,
-            })
-        }
-        _ => Ok(()),
+        Some(m) if m.payload != *payload => Err(conflict(headers, ack)),
+        Some(m) => Ok(Some(m.subject.to_string())),
+        None => Ok(None),
+    }
+}
+
+fn conflict(headers: &HeaderMap, ack: &jetstream::publish::PublishAck) -> NatsError {
+    NatsError::Conflict {
+        id: header(headers, MSG_ID).unwrap_or_default().to_string(),
+        stream: ack.stream.clone(),
+        sequence: ack.sequence,
     }
 }
 

@@ -27,7 +27,7 @@ use std::time::Duration;
 use async_nats::jetstream::{self, stream};
 use bytes::Bytes;
 
-use super::{NatsError, Stored, header, headers, last_on_subject, publish};
+use super::{NatsError, Same, Stored, header, headers, last_on_subject, publish, publish_to};
 
 /// Header: `epoch` for an epoch marker, `data` for an input.
 pub const KIND: &str = "Blazes-Kind";
@@ -244,18 +244,48 @@ impl Producer {
     /// Appends `payload` to the total order. Retries with the same id while the outcome is
     /// unknown; `Fenced` if a newer incarnation exists.
     pub async fn send(&mut self, payload: Bytes) -> Result<Sent, NatsError> {
+        let id = format!("{}:{}:{}", self.producer, self.epoch, self.next);
+        self.send_as(&id, payload).await
+    }
+
+    /// Appends `payload` under the caller's idempotency key `id`: an input handled again after
+    /// a crash sends its outputs under the ids of the first handling, and the server answers
+    /// each one stored inside its duplicate window as a duplicate (the same id with other
+    /// content is [`NatsError::Conflict`]). A duplicate leaves the chain where it is: the next
+    /// new input follows this incarnation's last stored one.
+    pub async fn send_as(&mut self, id: &str, payload: Bytes) -> Result<Sent, NatsError> {
         let seq = self.next;
-        let id = format!("{}:{}:{seq}", self.producer, self.epoch);
         let expect = match self.fencing {
             Fencing::Enforced => Some((self.subject.as_str(), self.last)),
             Fencing::Off => None,
         };
-        let mut h = headers(&id, expect);
+        let mut h = headers(id, expect);
         h.insert(KIND, "data");
         h.insert(EPOCH, self.epoch.to_string().as_str());
         h.insert(SEQ, seq.to_string().as_str());
         h.insert(PRODUCER, self.producer.as_str());
-        let stored = publish(&self.js, &self.subject, h, payload, self.retry_for).await?;
+        // An output replayed by another instance of a keyed component (which took the input's
+        // partition over) comes on that instance's chain: the same output all the same.
+        let stored = publish_to(
+            &self.js,
+            &self.subject,
+            h,
+            payload,
+            self.retry_for,
+            Same::Payload,
+        )
+        .await?;
+        // A duplicate on another chain, or at or before this chain's end, was stored by an
+        // earlier send (another instance's, a previous incarnation's, or this one's for an
+        // input handled twice): the chain stays where it is. One after its end on this chain
+        // is this send's own first attempt, whose answer was lost.
+        if stored.duplicate && (stored.elsewhere || stored.sequence <= self.last) {
+            return Ok(Sent {
+                position: stored.sequence,
+                seq,
+                duplicate: true,
+            });
+        }
         self.last = stored.sequence;
         self.next = seq + 1;
         Ok(Sent {

@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use tokio::sync::Mutex;
 
 use super::engine::{durable_consumer, get_stream, open_bucket};
-use super::outputs::Outputs;
+use super::outputs::{Names, Outputs};
 use super::plan::{channel_of, input_objects};
 use super::renew::InFlight;
 use super::{Channel, HostConfig, HostError, check_name};
@@ -21,6 +21,10 @@ use crate::nats::barrier::{BarrierConfig, BarrierEvent, BatchRecord, SealBarrier
 use crate::nats::deploy::stream_config;
 use crate::nats::sequencer::{Sequenced, Sequencer, SequencerConfig};
 use crate::nats::session::{KEY, Keyed, KeyedConfig, Session};
+
+/// The token in place of the instance in a keyed component's output ids and plain subjects:
+/// every instance of the component names the outputs of an input alike.
+const KEYED: &str = "keyed";
 
 /// One input, as the plan's mechanism hands it over.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +38,24 @@ pub enum Input {
     },
     /// The next input of the total order.
     Sequenced(Sequenced),
+    /// This instance now holds keyed `partition` (a leased session started): the inputs that
+    /// follow, until [`Input::Revoked`], are the partition's, from the one after its last
+    /// commit. The logic starts the partition's state from `restored` (that commit's state;
+    /// `None`: the partition's first input), not from what it held before: a checkpoint from
+    /// here on is the partition's.
+    Assigned {
+        /// The partition.
+        partition: u32,
+        /// The state of its last commit.
+        restored: Option<Bytes>,
+    },
+    /// This instance no longer holds keyed `partition`: its lease ran out or a write was refused
+    /// because another instance holds it now. The logic drops what it keeps for the partition;
+    /// whatever it did not commit the next holder handles again, from the last commit.
+    Revoked {
+        /// The partition.
+        partition: u32,
+    },
     /// The next input of the session's partition.
     Keyed {
         /// The partition.
@@ -83,6 +105,8 @@ enum Reader {
     Keyed {
         keyed: Box<Keyed>,
         session: Option<Box<Session>>,
+        /// A session accepted whose [`Input::Assigned`] the logic has not been handed yet.
+        announce: bool,
     },
     /// A replica of a keyed component: every partition, in the stream's order.
     KeyedReplica {
@@ -99,6 +123,8 @@ struct Inner {
     config: HostConfig,
     channel: Channel,
     id_prefix: String,
+    /// Whether outputs are named by the keyed partition's input, not by this instance.
+    by_partition: bool,
     reader: Mutex<Reader>,
     /// Sequence channel: the restored state and the position after the last handled input.
     handled: Mutex<(u64, Option<Bytes>)>,
@@ -126,7 +152,18 @@ impl Host {
         let deployment = deploy::derive(plan, config.replicas)?;
         let component = deploy::sanitize(&config.component);
         let channel = channel_of(plan, &deployment, &config.component)?;
-        let id_prefix = format!("{}-{component}-{}", deployment.prefix, config.instance);
+        // A leased partition moves between instances, and its next holder handles again what
+        // the last one did not commit: its outputs must get the same ids whoever holds it.
+        // Offsets are sequences of the keyed stream, unique across its partitions, so the
+        // component's name and the offset identify the input.
+        let by_partition = matches!(channel, Channel::Keyed { .. })
+            && !config.keyed_replica
+            && !config.outputs_named_by_instance;
+        let id_prefix = if by_partition {
+            format!("{}-{component}-{KEYED}", deployment.prefix)
+        } else {
+            format!("{}-{component}-{}", deployment.prefix, config.instance)
+        };
         let (plain, input_consumer) = input_objects(&deployment, &channel, &config);
         let mut checkpoints = None;
         let mut handled = (1, None);
@@ -222,6 +259,7 @@ impl Host {
                     Reader::Keyed {
                         keyed: Box::new(keyed),
                         session: None,
+                        announce: false,
                     }
                 }
             }
@@ -241,6 +279,7 @@ impl Host {
                 config,
                 channel,
                 id_prefix,
+                by_partition,
                 reader: Mutex::new(reader),
                 handled: Mutex::new(handled),
                 checkpoints,
@@ -255,7 +294,8 @@ impl Host {
     }
 
     /// The state of the last checkpoint (global order) or of the session's last commit (keyed
-    /// order; known once the session's first input arrived), `None` when there is none.
+    /// order; known once the session started, and handed over with its [`Input::Assigned`]),
+    /// `None` when there is none.
     pub async fn restored(&self) -> Option<Bytes> {
         if let Reader::Keyed {
             session: Some(s), ..
@@ -375,7 +415,11 @@ impl Host {
                 }
                 pending.extend(inputs);
             },
-            Reader::Keyed { keyed, session } => loop {
+            Reader::Keyed {
+                keyed,
+                session,
+                announce,
+            } => {
                 if session.is_none() {
                     let w = keyed.worker(&format!(
                         "{}-{}",
@@ -389,25 +433,48 @@ impl Host {
                         Some(accepted.committed().1.clone()),
                     );
                     *session = Some(Box::new(accepted));
+                    *announce = true;
                 }
                 let s = session.as_mut().expect("a session");
-                match s.next().await {
-                    Ok(i) => {
-                        return Ok(Delivery {
-                            position: i.offset,
-                            input: Input::Keyed {
-                                partition: s.partition(),
-                                key: i.key,
-                                payload: i.payload,
-                            },
-                            redelivered: i.offset <= s.committed().0,
-                            ack: None,
-                        });
-                    }
-                    Err(NatsError::LeaseLost { .. }) => *session = None,
-                    Err(e) => return Err(e.into()),
+                let (committed, state) = s.committed();
+                if std::mem::take(announce) {
+                    // Before any of the partition's inputs: the logic must not carry the state
+                    // of another partition (or of its own past) into this one.
+                    return Ok(Delivery {
+                        position: committed,
+                        input: Input::Assigned {
+                            partition: s.partition(),
+                            restored: (committed > 0).then(|| state.clone()),
+                        },
+                        redelivered: false,
+                        ack: None,
+                    });
                 }
-            },
+                match s.next().await {
+                    Ok(i) => Ok(Delivery {
+                        position: i.offset,
+                        input: Input::Keyed {
+                            partition: s.partition(),
+                            key: i.key,
+                            payload: i.payload,
+                        },
+                        redelivered: i.offset <= s.committed().0,
+                        ack: None,
+                    }),
+                    Err(NatsError::LeaseLost { partition }) => {
+                        *session = None;
+                        // What the host noted as handled was the lost partition's.
+                        *self.inner.handled.lock().await = (1, None);
+                        Ok(Delivery {
+                            position: 0,
+                            input: Input::Revoked { partition },
+                            redelivered: false,
+                            ack: None,
+                        })
+                    }
+                    Err(e) => Err(e.into()),
+                }
+            }
             Reader::KeyedReplica {
                 keyed,
                 messages,
@@ -548,7 +615,12 @@ impl Host {
         {
             let offset = next.saturating_sub(1);
             if offset > 0 {
-                s.commit(offset, state).await?;
+                match s.commit(offset, state).await {
+                    // Another instance holds the partition now and resumes from the last commit
+                    // it sees; the next input this instance gets is the partition's `Revoked`.
+                    Ok(_) | Err(NatsError::Fenced { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
             }
         }
         Ok(())
@@ -558,18 +630,24 @@ impl Host {
     pub async fn outputs(&self, consumer: &str) -> Result<Outputs, HostError> {
         let inner = &self.inner;
         let channel = channel_of(&inner.plan, &inner.deployment, consumer)?;
-        let producer = format!(
-            "{}-{}",
-            deploy::sanitize(&inner.config.component),
-            inner.config.instance
-        );
+        let component = deploy::sanitize(&inner.config.component);
+        let producer = format!("{component}-{}", inner.config.instance);
+        let keyed = format!("{component}-{KEYED}");
+        let names = Names {
+            producer: &producer,
+            id_prefix: &inner.id_prefix,
+            subject: if inner.by_partition {
+                &keyed
+            } else {
+                &producer
+            },
+        };
         Outputs::open(
             inner.js.clone(),
             &inner.deployment,
             consumer,
             channel,
-            &producer,
-            &inner.id_prefix,
+            names,
             &inner.config,
         )
         .await

@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | a `seal-barrier` on its input | each released partition, whole ([`Input::Released`]) | a durable consumer of the barrier's releases, acknowledged after the logic handled one |
 //! | a `global-order` | the sequenced stream, in position order ([`Input::Sequenced`]) | `(next position, state)` in the plan's checkpoint bucket |
-//! | a `keyed-order` | one leased session's messages, in offset order ([`Input::Keyed`]) | the session's fenced commit of `(offset, state)` |
+//! | a `keyed-order` | one leased session's messages, in offset order ([`Input::Keyed`]), between the partition's [`Input::Assigned`] and [`Input::Revoked`] | the session's fenced commit of `(offset, state)` for that partition |
 //! | a `keyed-order`, read as a replica ([`HostConfig::keyed_replica`]) | every partition's messages, in the keyed stream's order ([`Input::Keyed`]) | none: a replica applies the whole stream |
 //! | nothing | the plain stream `<spec>-<component>-in`, in stream order ([`Input::Message`]) | a durable consumer, acknowledged after the logic handled a message |
 //!
@@ -17,9 +17,15 @@
 //! component its inputs: records and seals into its barrier, inputs into its sequence (an
 //! epoch-fenced producer), keyed inputs into its partitions, messages into its plain stream.
 //! Every output carries an id derived from the plan's names, the producing instance and the
-//! position of the input that caused it (`<spec>-<component>-<instance>:<position>:<index>`),
-//! so an input that is handled again after a crash (it was not yet acknowledged or
-//! checkpointed) publishes the same ids and the server stores each output once.
+//! position of the input that caused it (`<spec>-<component>-<instance>:<position>:<index>`;
+//! for a keyed component `keyed` in place of the instance, since its partitions move between
+//! instances), so an input that is handled again after a crash (it was not yet acknowledged or
+//! checkpointed) publishes the same ids and the server stores each output once, as long as it
+//! is handled again within the duplicate window (two minutes). A keyed instance paused past its
+//! lease can still publish outputs (they go to other streams than its lease, where the server
+//! cannot check it): they carry the ids its successor gives the same inputs, so a logic whose
+//! outputs follow from the committed state and the inputs publishes the same messages twice,
+//! stored once. `docs/runtime.md` lists these bounds.
 //!
 //! The order of work for a logic is therefore: take an input, publish its outputs (each
 //! `publish` returns once the server stored it), then [`Host::done`] (and, for stateful logic,
@@ -121,6 +127,9 @@ pub struct HostConfig {
     /// does not get them redelivered while it holds them (as a Service Bus receiver renews its
     /// locks). Default: true.
     pub(crate) renew_in_progress: bool,
+    /// Output ids of a keyed component named by the instance instead of the component: the
+    /// negative control of the takeover tests, nothing else.
+    pub(crate) outputs_named_by_instance: bool,
 }
 
 impl HostConfig {
@@ -138,6 +147,7 @@ impl HostConfig {
             retry_for: super::DEFAULT_RETRY_FOR,
             ack_wait: deploy::ACK_WAIT,
             renew_in_progress: true,
+            outputs_named_by_instance: false,
         }
     }
 
@@ -213,6 +223,17 @@ impl HostConfig {
     /// Service Bus receiver renews its locks (default: true).
     pub fn renew_in_progress(mut self, renew: bool) -> Self {
         self.renew_in_progress = renew;
+        self
+    }
+}
+
+impl HostConfig {
+    /// Names a keyed component's output ids by the instance, as if each instance's outputs
+    /// were its own: the negative control of the takeover tests (a partition's next holder then
+    /// publishes its replayed outputs under new ids) and nothing else.
+    #[doc(hidden)]
+    pub fn outputs_named_by_instance(mut self, yes: bool) -> Self {
+        self.outputs_named_by_instance = yes;
         self
     }
 }

@@ -31,16 +31,12 @@ pub async fn source_outputs(
     let component = deploy::sanitize(&config.component);
     let producer = format!("{component}-{}", config.instance);
     let id_prefix = format!("{}-{producer}", deployment.prefix);
-    Outputs::open(
-        js,
-        &deployment,
-        consumer,
-        channel,
-        &producer,
-        &id_prefix,
-        config,
-    )
-    .await
+    let names = Names {
+        producer: &producer,
+        id_prefix: &id_prefix,
+        subject: &producer,
+    };
+    Outputs::open(js, &deployment, consumer, channel, names, config).await
 }
 
 /// Publishes one instance's outputs into a consumer component's inputs, with ids that make a
@@ -64,16 +60,32 @@ struct OutputsInner {
     sequence: Option<Mutex<Producer>>,
 }
 
+/// How a producing instance names what it publishes.
+pub(super) struct Names<'a> {
+    /// Its name as a barrier's producer and a sequence's producer (`<component>-<instance>`).
+    pub(super) producer: &'a str,
+    /// The prefix of its output ids.
+    pub(super) id_prefix: &'a str,
+    /// The token of its subjects on a plain stream: the producer's, or the component's for a
+    /// keyed component, whose replayed outputs must not differ by the instance that holds the
+    /// partition now.
+    pub(super) subject: &'a str,
+}
+
 impl Outputs {
     pub(super) async fn open(
         js: jetstream::Context,
         deployment: &Deployment,
         consumer: &str,
         channel: Channel,
-        producer: &str,
-        id_prefix: &str,
+        names: Names<'_>,
         config: &HostConfig,
     ) -> Result<Outputs, HostError> {
+        let Names {
+            producer,
+            id_prefix,
+            subject,
+        } = names;
         let mut barrier = None;
         let mut seal_barrier = None;
         let mut keyed = None;
@@ -108,7 +120,7 @@ impl Outputs {
             Channel::Plain { stream } => {
                 let object = deploy::plain_input(deployment, consumer, config.replicas);
                 crate::nats::ensure_stream(&js, stream_config(&object), config.retry_for).await?;
-                plain_subject = format!("{stream}.{producer}");
+                plain_subject = format!("{stream}.{subject}");
             }
         }
         Ok(Outputs {
@@ -225,14 +237,18 @@ impl Outputs {
         }
     }
 
-    /// Appends `payload` to the consumer's total order (an epoch-fenced producer: a restarted
-    /// instance fences the previous one and continues its sequence).
-    pub async fn send(&self, payload: Bytes) -> Result<u64, HostError> {
+    /// Appends output `index` of the input at `position` to the consumer's total order, and
+    /// returns its place in it. The producer is epoch-fenced (a restarted instance fences the
+    /// previous one and continues its chain) and the id is the input's, as [`Outputs::publish`]
+    /// gives it: an input handled again after a crash sends its outputs under the same ids,
+    /// and each lands in the order once (inside the server's duplicate window).
+    pub async fn send(&self, position: u64, index: u32, payload: Bytes) -> Result<u64, HostError> {
         let p = self
             .inner
             .sequence
             .as_ref()
             .ok_or_else(|| self.wrong("`publish`"))?;
-        Ok(p.lock().await.send(payload).await?.position)
+        let id = self.id(position, index);
+        Ok(p.lock().await.send_as(&id, payload).await?.position)
     }
 }
