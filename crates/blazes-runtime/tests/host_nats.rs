@@ -763,3 +763,175 @@ async fn sends_of_an_input_handled_again_land_in_the_total_order_once() {
     let (resent, _) = seq.read_sequenced(1, 100).await.unwrap();
     assert_eq!(resent.len(), 6, "stored twice");
 }
+
+/// A global-order instance checkpoints while its server is down for longer than a request's
+/// timeout; returns what the checkpoint call returned once the server is back.
+async fn checkpoint_across_an_outage(retry_for: Duration, spec: &str) -> Result<(), String> {
+    let Some(mut cluster) = Cluster::start(1, "").await else {
+        return Ok(());
+    };
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 1).await;
+    let mut p = plan(r#"{"kind": "global-order", "component": "Sum"}"#);
+    p.name = Some(spec.to_string());
+    let into = Host::open(js.clone(), &p, config("Src", "0"))
+        .await
+        .unwrap()
+        .outputs("Sum")
+        .await
+        .unwrap();
+    into.send(1, 0, "1".into()).await.unwrap();
+    let sum = Host::open(js.clone(), &p, config("Sum", "0").retry_for(retry_for))
+        .await
+        .unwrap();
+    let d = next(&sum).await;
+    sum.done(&d).await.unwrap();
+    cluster.kill(0);
+    let pending = tokio::spawn(async move { sum.checkpoint("1".into()).await });
+    // Longer than the client's request timeout (5 s): an unretried write has failed by then.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    cluster.restart(0);
+    let result = pending.await.unwrap().map_err(|e| e.to_string());
+    if result.is_ok() {
+        let again = Host::open(js.clone(), &p, config("Sum", "0"))
+            .await
+            .unwrap();
+        assert_eq!(again.restored().await.as_deref(), Some(&b"1"[..]));
+    }
+    result
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkpoint_taken_while_the_server_restarts_lands_once_it_is_back() {
+    if support_nats::server_binary().is_none() {
+        let _ = server().await;
+        return;
+    }
+    let landed = checkpoint_across_an_outage(Duration::from_secs(40), "outage").await;
+    assert_eq!(landed, Ok(()));
+    // Negative control: the same write without retrying fails with the outage.
+    let failed = checkpoint_across_an_outage(Duration::ZERO, "unretried").await;
+    assert!(failed.is_err(), "{failed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_incarnation_cannot_overwrite_a_newer_checkpoint() {
+    let Some((_cluster, js)) = server().await else {
+        return;
+    };
+    let p = plan(r#"{"kind": "global-order", "component": "Sum"}"#);
+    let into = Host::open(js.clone(), &p, config("Src", "0"))
+        .await
+        .unwrap()
+        .outputs("Sum")
+        .await
+        .unwrap();
+    for i in 1..=2u64 {
+        into.send(i, 0, Bytes::from(i.to_string())).await.unwrap();
+    }
+    // A is paused; B, the restarted instance, handles both inputs and checkpoints.
+    let a = Host::open(js.clone(), &p, config("Sum", "0"))
+        .await
+        .unwrap();
+    let b = Host::open(js.clone(), &p, config("Sum", "0"))
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let d = next(&b).await;
+        b.done(&d).await.unwrap();
+    }
+    b.checkpoint("3".into()).await.unwrap();
+    // A wakes up and checkpoints what it holds: refused.
+    let d = next(&a).await;
+    a.done(&d).await.unwrap();
+    let stale = a.checkpoint("1".into()).await;
+    assert!(
+        matches!(
+            stale,
+            Err(blazes_runtime::nats::host::HostError::Nats(
+                blazes_runtime::nats::NatsError::Fenced { .. }
+            ))
+        ),
+        "{stale:?}"
+    );
+    let c = Host::open(js.clone(), &p, config("Sum", "0"))
+        .await
+        .unwrap();
+    assert_eq!(c.restored().await.as_deref(), Some(&b"3"[..]));
+    // Negative control: the same write without the revision condition (a plain put) replaces
+    // the newer checkpoint, and the next incarnation resumes from the older state.
+    let Channel::Sequence { checkpoints, .. } = c.channel().clone() else {
+        panic!("a global order")
+    };
+    let bucket = js.get_key_value(&checkpoints).await.unwrap();
+    let mut value = 2u64.to_be_bytes().to_vec();
+    value.extend_from_slice(b"1");
+    bucket.put("Sum-0", value.into()).await.unwrap();
+    let d = Host::open(js.clone(), &p, config("Sum", "0"))
+        .await
+        .unwrap();
+    assert_eq!(d.restored().await.as_deref(), Some(&b"1"[..]));
+}
+
+/// How a host in the outage test reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Reading {
+    Plain,
+    KeyedReplica,
+    KeyedSession,
+}
+
+/// What `next` gives on a host whose server is up but idle (nothing within 5 s: `true`), then
+/// after the server was killed (within 30 s).
+async fn next_when_idle_and_when_gone(reading: Reading) -> Option<(bool, String)> {
+    let mut cluster = Cluster::start(1, "").await?;
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 1).await;
+    let p = plan(if reading == Reading::Plain {
+        ""
+    } else {
+        r#"{"kind": "keyed-order", "component": "Stage", "key": ["id"]}"#
+    });
+    let stage = Host::open(
+        js.clone(),
+        &p,
+        config("Stage", "0")
+            .keyed_replica(reading == Reading::KeyedReplica)
+            .retry_for(Duration::from_secs(2)),
+    )
+    .await
+    .unwrap();
+    if reading == Reading::KeyedSession {
+        let d = next(&stage).await;
+        assert!(matches!(d.input, Input::Assigned { .. }), "{d:?}");
+    }
+    // Idle: no input, and no error either, for longer than the retry budget.
+    let idle = tokio::time::timeout(Duration::from_secs(5), stage.next())
+        .await
+        .is_err();
+    cluster.kill(0);
+    let mut gone = None;
+    while gone.is_none() {
+        let d = tokio::time::timeout(Duration::from_secs(30), stage.next())
+            .await
+            .unwrap_or_else(|_| panic!("{reading:?}: next gives up within 30 s"));
+        match d {
+            // A session's lease runs out with its server: the host says so first.
+            Ok(d) if matches!(d.input, Input::Revoked { .. }) => {}
+            Ok(d) => panic!("no input from a server that is gone: {d:?}"),
+            Err(e) => gone = Some(e.to_string()),
+        }
+    }
+    Some((idle, gone.unwrap()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_whose_server_is_gone_gives_up_after_retry_for_and_an_idle_one_waits() {
+    for reading in [Reading::Plain, Reading::KeyedReplica, Reading::KeyedSession] {
+        let Some((idle, gone)) = next_when_idle_and_when_gone(reading).await else {
+            return;
+        };
+        assert!(idle, "{reading:?}: an idle stream is no failure");
+        assert!(gone.contains("unavailable"), "{reading:?}: {gone}");
+    }
+}

@@ -1663,3 +1663,206 @@ async fn a_reused_id_with_other_content_is_a_conflict() {
         "nothing else was stored"
     );
 }
+
+/// Counts the inputs it applied; each input's output is the count so far.
+#[derive(Default)]
+struct Counter {
+    applied: u64,
+}
+
+impl blazes_runtime::StateMachine for Counter {
+    fn apply(&mut self, _input: &[u8]) -> Vec<Vec<u8>> {
+        self.applied += 1;
+        vec![self.applied.to_string().into_bytes()]
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        self.applied.to_be_bytes().to_vec()
+    }
+
+    fn restore(snapshot: &[u8]) -> Result<Self, blazes_runtime::SmrError> {
+        let bytes: [u8; 8] =
+            snapshot
+                .try_into()
+                .map_err(|_| blazes_runtime::SmrError::BadSnapshot {
+                    reason: "not 8 bytes".into(),
+                })?;
+        Ok(Counter {
+            applied: u64::from_be_bytes(bytes),
+        })
+    }
+}
+
+/// A replica applies the first of two inputs while its output stream is gone (the step fails
+/// after `retry_for`), the stream comes back and the step is retried. Returns the inputs the
+/// machine applied and the outputs stored.
+async fn a_step_retried_after_a_failed_publish(
+    js: &jetstream::Context,
+    forget_unpublished: bool,
+) -> (u64, Vec<Bytes>) {
+    use blazes_runtime::nats::smr::{Replica, ReplicaConfig};
+    let name = format!("ATOM{}", u8::from(forget_unpublished));
+    let sequencer = Sequencer::open(
+        js.clone(),
+        SequencerConfig::new(&format!("{name}IN")).replicas(1),
+    )
+    .await
+    .unwrap();
+    let mut producer = sequencer.producer("p").await.unwrap();
+    for i in 0..2 {
+        producer.send(Bytes::from(format!("{i}"))).await.unwrap();
+    }
+    let outputs = format!("{name}OUT");
+    let mut config = ReplicaConfig::new("atom", "r0")
+        .outputs(outputs.clone())
+        .checkpoints(format!("{name}CK"))
+        .checkpoint_every(0)
+        .replicas(1)
+        .retry_for(Duration::from_secs(1));
+    config.forget_unpublished = forget_unpublished;
+    let mut replica = Replica::open(js.clone(), &sequencer, config, Counter::default())
+        .await
+        .unwrap();
+    js.delete_stream(&outputs).await.unwrap();
+    let failed = replica.step(10).await;
+    assert!(
+        matches!(failed, Err(NatsError::Unavailable { .. })),
+        "{failed:?}"
+    );
+    js.create_stream(jetstream::stream::Config {
+        name: outputs.clone(),
+        subjects: vec![format!("{outputs}.>")],
+        num_replicas: 1,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    while replica.next_position() <= 3 && replica.step(10).await.unwrap() > 0 {}
+    let stored = read_all(js, &outputs)
+        .await
+        .into_iter()
+        .map(|m| m.payload)
+        .collect();
+    (replica.machine().applied, stored)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_step_that_fails_to_publish_applies_no_input_twice() {
+    let Some(cluster) = Cluster::start(1, "").await else {
+        return;
+    };
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 1).await;
+    let (applied, stored) = a_step_retried_after_a_failed_publish(&js, false).await;
+    assert_eq!(applied, 2, "each input applied once");
+    assert_eq!(stored, [Bytes::from("1"), Bytes::from("2")]);
+    // Negative control: a step that forgets what it applied reads the first input again.
+    let (applied, stored) = a_step_retried_after_a_failed_publish(&js, true).await;
+    assert_eq!(applied, 3, "the first input applied twice");
+    assert_eq!(stored, [Bytes::from("2"), Bytes::from("3")]);
+}
+
+/// A barrier waits for producer `a` on 20 partitions while producer `x`, outside every
+/// partition's set, keeps writing records for them: before, during and after their releases.
+/// Returns how many of x's records were published and the ones the barrier reported late.
+async fn records_outside_the_set(
+    rule: blazes_runtime::nats::barrier::ReleaseRule,
+    name: &str,
+) -> (usize, std::collections::BTreeSet<(String, u64)>) {
+    use blazes_runtime::nats::barrier::{
+        BarrierConfig, BarrierEvent, BarrierProducer, SealBarrier,
+    };
+    let cluster = Cluster::start(1, "").await.expect("checked by the caller");
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 1).await;
+    let mut config = BarrierConfig::new(name, &["a"]);
+    config.replicas = 1;
+    config.retry_for = Duration::from_secs(10);
+    config.rule = rule;
+    let mut barrier = SealBarrier::open(js.clone(), config.clone()).await.unwrap();
+    let (a, x) = (
+        BarrierProducer::new(js.clone(), &config, "a"),
+        BarrierProducer::new(js.clone(), &config, "x"),
+    );
+    let partitions: Vec<String> = (0..20).map(|n| format!("w{n}")).collect();
+    for p in &partitions {
+        x.record(p, 0, "x".into()).await.unwrap();
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (stop, partitions) = (stop.clone(), partitions.clone());
+        tokio::spawn(async move {
+            let mut written = partitions.len();
+            let mut index = 1;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                for p in &partitions {
+                    x.record(p, index, "x".into()).await.unwrap();
+                    written += 1;
+                }
+                index += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            written
+        })
+    };
+    let mut events = Vec::new();
+    let released = |events: &[BarrierEvent]| {
+        events
+            .iter()
+            .filter(|e| matches!(e, BarrierEvent::Released(_)))
+            .count()
+    };
+    for p in &partitions {
+        a.record(p, 0, "a".into()).await.unwrap();
+        a.seal(p, 1).await.unwrap();
+        events.extend(barrier.poll().await.unwrap());
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while released(&events) < partitions.len() && Instant::now() < deadline {
+        events.extend(barrier.poll().await.unwrap());
+    }
+    assert_eq!(released(&events), partitions.len());
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let written = writer.await.unwrap();
+    // Until every record is read: the stream holds nothing of x any more (each one is reported,
+    // then deleted at the next poll, or purged with its partition).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        events.extend(barrier.poll().await.unwrap());
+        let left = read_all(&js, name)
+            .await
+            .into_iter()
+            .filter(|m| m.subject.contains(".rec.") && m.subject.ends_with(".x"))
+            .count();
+        if left == 0 || Instant::now() > deadline {
+            break;
+        }
+    }
+    let late = events
+        .into_iter()
+        .filter_map(|e| match e {
+            BarrierEvent::Late {
+                partition,
+                producer,
+                index,
+            } if producer == "x" => Some((partition, index)),
+            _ => None,
+        })
+        .collect();
+    (written, late)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_record_a_release_did_not_take_is_reported_late_never_purged_unseen() {
+    use blazes_runtime::nats::barrier::ReleaseRule;
+    if Cluster::start(1, "").await.is_none() {
+        return;
+    }
+    let (written, late) = records_outside_the_set(ReleaseRule::AllSealed, "OUTSIDE").await;
+    assert_eq!(late.len(), written, "each of x's records reported once");
+    // Negative control: purging whatever was stored before the release drops the records of
+    // x it did not take, without a report.
+    let (written, late) =
+        records_outside_the_set(ReleaseRule::AllSealedPurgeBeforeRelease, "PURGED").await;
+    assert!(late.len() < written, "{} of {written} reported", late.len());
+}

@@ -59,7 +59,7 @@ authorization {
           "$JS.API.CONSUMER.DELETE.OUT.*", "$JS.API.CONSUMER.INFO.OUT.*",
           "$JS.API.CONSUMER.MSG.NEXT.OUT.*",
           "$KV.marks.d.>", "$JS.API.STREAM.INFO.KV_marks",
-          "$JS.API.DIRECT.GET.KV_marks.$KV.marks.d.>"
+          "$JS.API.STREAM.MSG.GET.KV_marks"
         ] }
         subscribe: { allow: ["_INBOX_down-d.>"] }
     } }
@@ -67,7 +67,7 @@ authorization {
     { user: replica-acc-r0, password: pw, permissions: {
         publish: { allow: [
           "$KV.acc-replicas.r0", "$JS.API.STREAM.INFO.KV_acc-replicas",
-          "$JS.API.DIRECT.GET.KV_acc-replicas.$KV.acc-replicas.r0"
+          "$JS.API.STREAM.MSG.GET.KV_acc-replicas"
         ] }
         subscribe: { allow: ["_INBOX_replica-acc-r0.>"] }
     } }

@@ -17,15 +17,17 @@
 //! refuses every later one, whichever barrier instance (a restarted one, a second one) tries.
 //! The release message *is* the hand-off: downstream reads `<name>.rel.>`
 //! ([`SealBarrier::releases`]), so the batch is handed on only once it is durable. Only then
-//! are `P`'s records and seals stored before the release purged from the stream (the "ack");
-//! a crash between the release and the purge is repaired by the next instance, which finds the
-//! release and purges again. Records stored after the release are kept until reported.
+//! are `P`'s records and seals purged from the stream (the "ack"), up to the last sequence the
+//! release read (its `Blazes-Covered` header): a record stored between that read and the
+//! release message is not in the batch, and stays to be reported. A crash between the release
+//! and the purge is repaired by the next instance, which finds the release and purges again.
 //!
 //! **Late and retried.** A record or seal for a released partition is compared with the
 //! release: the same (producer, index, payload) is a retry ([`BarrierEvent::Retried`], e.g. a
 //! producer's resend after the duplicate window), anything else is late
 //! ([`BarrierEvent::Late`]); both are deleted from the stream at the next poll, after the
-//! caller has the report (a crash in between reports them again).
+//! caller has the report (a crash in between reports them again). Records of a producer
+//! outside the partition's set are late too: reported when the partition is released.
 //!
 //! **Stalls.** A partition that some but not all of its producers have sealed for longer than
 //! `stall_after` is reported once ([`BarrierEvent::Stalled`]) with the producers it waits for.
@@ -50,6 +52,9 @@ use super::{NatsError, StoredMessage, headers, last_on_subject, publish, read_st
 pub const INDEX: &str = "Blazes-Index";
 /// Header: the number of records a seal covers.
 pub const COUNT: &str = "Blazes-Count";
+/// Header: on a release, the last stream sequence it read (its records and seals up to there
+/// are purged once it is stored; later ones are reported).
+pub const COVERED: &str = "Blazes-Covered";
 
 /// When the barrier releases a partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +67,10 @@ pub enum ReleaseRule {
     /// inconsistent without asking whether another instance released it: the tests' negative
     /// control, nothing else.
     AllSealedBlind,
+    /// [`ReleaseRule::AllSealed`], but the purge after a release removes everything of the
+    /// partition stored before the release message, read or not, and records of producers
+    /// outside the partition's set go unreported: the tests' negative control, nothing else.
+    AllSealedPurgeBeforeRelease,
 }
 
 /// A barrier's stream and policy.
@@ -429,8 +438,13 @@ impl SealBarrier {
             "rel" => {
                 self.open.remove(&partition);
                 self.released.insert(partition.clone());
-                // A crash may have come between the release and the purge.
-                self.purge(&partition, m.sequence).await?;
+                // A crash may have come between the release and the purge. What the release
+                // did not read (its `Blazes-Covered` is older) is left to be reported.
+                let covered = m
+                    .header(COVERED)
+                    .and_then(|c| c.parse::<u64>().ok())
+                    .unwrap_or(m.sequence.saturating_sub(1));
+                self.purge(&partition, covered).await?;
             }
             "set" => {
                 let set = String::from_utf8_lossy(&m.payload)
@@ -502,7 +516,9 @@ impl SealBarrier {
             .clone()
             .unwrap_or_else(|| self.config.producers.clone());
         let complete = match self.config.rule {
-            ReleaseRule::AllSealed | ReleaseRule::AllSealedBlind => {
+            ReleaseRule::AllSealed
+            | ReleaseRule::AllSealedBlind
+            | ReleaseRule::AllSealedPurgeBeforeRelease => {
                 set.iter().all(|p| o.seals.contains_key(p))
             }
             ReleaseRule::FirstSeal => !o.seals.is_empty(),
@@ -520,6 +536,15 @@ impl SealBarrier {
             self.config.retry_for,
         )
         .await?;
+        // Everything the release decides about: the records read, and the stream up to the
+        // seal that completed the partition. A record stored later (between this read and the
+        // release) is not in the batch, so it must survive the purge and be reported.
+        let covered = stored
+            .iter()
+            .map(|m| m.sequence)
+            .max()
+            .unwrap_or(0)
+            .max(self.read_from.saturating_sub(1));
         let mut batch: BTreeMap<(String, u64), Bytes> = BTreeMap::new();
         let mut problem = None;
         for m in stored {
@@ -582,21 +607,21 @@ impl SealBarrier {
             }
             return Ok(());
         }
-        let records: Vec<BatchRecord> = batch
+        let (records, outside): (Vec<BatchRecord>, Vec<BatchRecord>) = batch
             .into_iter()
-            .filter(|((p, _), _)| {
-                self.config.rule == ReleaseRule::FirstSeal || seals.contains_key(p)
-            })
             .map(|((producer, index), payload)| BatchRecord {
                 producer,
                 index,
                 payload,
             })
-            .collect();
+            .partition(|r| {
+                self.config.rule == ReleaseRule::FirstSeal || seals.contains_key(&r.producer)
+            });
         let subject = format!("{}.rel.{partition}", self.config.name);
         let mut h = headers(&format!("rel:{partition}"), None);
         h.insert(super::EXPECTED_LAST_SUBJECT_SEQUENCE, "0");
         h.insert(COUNT, records.len().to_string().as_str());
+        h.insert(COVERED, covered.to_string().as_str());
         let created = publish(
             &self.js,
             &subject,
@@ -607,17 +632,29 @@ impl SealBarrier {
         .await;
         self.open.remove(partition);
         self.released.insert(partition.to_string());
-        let release = match created {
+        let blind = self.config.rule == ReleaseRule::AllSealedPurgeBeforeRelease;
+        let mut purge_to = covered;
+        match created {
             Ok(stored) if !stored.duplicate => {
                 events.push(BarrierEvent::Released(Release {
                     partition: partition.to_string(),
                     sequence: stored.sequence,
                     records,
                 }));
-                stored.sequence
+                if blind {
+                    purge_to = stored.sequence - 1;
+                    return self.purge(partition, purge_to).await;
+                }
+                // Records of producers the partition does not wait for are not part of it:
+                // reported, never dropped without a word.
+                events.extend(outside.into_iter().map(|r| BarrierEvent::Late {
+                    partition: partition.to_string(),
+                    producer: r.producer,
+                    index: r.index,
+                }));
             }
             // Released already, by us before a crash: not again.
-            Ok(stored) => stored.sequence,
+            Ok(_) => {}
             // Released by another instance: its release message is ahead of our read position,
             // and reading it purges.
             Err(NatsError::Fenced { .. }) => return Ok(()),
@@ -625,8 +662,8 @@ impl SealBarrier {
                 self.released.remove(partition);
                 return Err(e);
             }
-        };
-        self.purge(partition, release).await
+        }
+        self.purge(partition, purge_to).await
     }
 
     async fn release_of(&self, partition: &str) -> Result<Vec<BatchRecord>, NatsError> {
@@ -643,9 +680,9 @@ impl SealBarrier {
         })
     }
 
-    /// Purges the partition's records and seals stored before its release (at `release`);
-    /// anything after it is late or a resend, and must be read and reported first.
-    async fn purge(&self, partition: &str, release: u64) -> Result<(), NatsError> {
+    /// Purges the partition's records and seals up to `covered`, the last sequence its release
+    /// read; anything after it is late or a resend, and must be read and reported first.
+    async fn purge(&self, partition: &str, covered: u64) -> Result<(), NatsError> {
         for kind in ["rec", "seal"] {
             let filter = format!("{}.{kind}.{partition}.*", self.config.name);
             let started = Instant::now();
@@ -653,7 +690,8 @@ impl SealBarrier {
                 .stream
                 .purge()
                 .filter(filter.clone())
-                .sequence(release)
+                // Purges below this sequence, so `covered` itself goes.
+                .sequence(covered + 1)
                 .await
             {
                 if started.elapsed() >= self.config.retry_for {

@@ -28,6 +28,7 @@
 pub mod barrier;
 pub mod deploy;
 pub mod host;
+mod keyvalue;
 pub mod sequencer;
 pub mod session;
 pub mod smr;

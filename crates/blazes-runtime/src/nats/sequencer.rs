@@ -159,6 +159,7 @@ impl Sequencer {
             "producer id `{producer}` must be [A-Za-z0-9_-]+"
         );
         let subject = self.producer_subject(producer);
+        let started = tokio::time::Instant::now();
         loop {
             let last = last_on_subject(&self.stream, &subject, self.config.retry_for).await?;
             let (expect, epoch, stored_seq) = match &last {
@@ -189,7 +190,11 @@ impl Sequencer {
                         retry_for: self.config.retry_for,
                     });
                 }
-                // Another incarnation registered between our read and our write: read again.
+                // Another incarnation registered between our read and our write: read again,
+                // for as long as `retry_for` (incarnations that keep racing have a bug to see).
+                Err(e @ NatsError::Fenced { .. }) if started.elapsed() >= self.config.retry_for => {
+                    return Err(e);
+                }
                 Err(NatsError::Fenced { .. }) => continue,
                 Err(e) => return Err(e),
             }

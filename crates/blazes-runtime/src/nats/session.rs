@@ -39,7 +39,6 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_nats::jetstream::consumer::{DeliverPolicy, pull::OrderedConfig};
 use async_nats::jetstream::{self, stream};
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -382,7 +381,7 @@ pub struct Session {
     held: Arc<Mutex<BTreeSet<u32>>>,
     committed_offset: u64,
     committed_state: Bytes,
-    messages: Option<jetstream::consumer::pull::Ordered>,
+    messages: Option<super::Subscription>,
     next_offset: u64,
 }
 
@@ -407,89 +406,56 @@ impl Session {
     /// The next input of the partition, in order; waits for one. `LeaseLost` once the lease
     /// is gone (the session is over; accept another).
     pub async fn next(&mut self) -> Result<Input, NatsError> {
-        // A consumer that keeps failing makes the partition unavailable after `retry_for`.
-        let mut budget = super::RetryBudget::new(
-            self.keyed.subject("in", self.partition),
-            self.keyed.config.retry_for,
-        );
         loop {
             if *self.lost.borrow() {
                 return Err(NatsError::LeaseLost {
                     partition: self.partition,
                 });
             }
-            if self.messages.is_none() {
-                let consumer = self
-                    .keyed
-                    .stream
-                    .create_consumer(OrderedConfig {
-                        filter_subject: self.keyed.subject("in", self.partition),
-                        deliver_policy: DeliverPolicy::ByStartSequence {
-                            start_sequence: self.next_offset,
-                        },
-                        ..Default::default()
-                    })
-                    .await;
-                match consumer {
-                    Ok(c) => match c.messages().await {
-                        Ok(m) => self.messages = Some(m),
-                        Err(e) => {
-                            budget.failed(e.into())?;
-                            tokio::time::sleep(Duration::from_millis(200)).await;
-                            continue;
-                        }
-                    },
-                    Err(e) => {
-                        budget.failed(e.into())?;
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                        continue;
-                    }
-                }
-            }
-            let messages = self.messages.as_mut().expect("consumer");
+            // One subscription per session: it follows the partition from the next offset,
+            // makes a new consumer when one fails, and ends in `Unavailable` once the server
+            // has been gone for `retry_for`.
+            let messages = self.messages.get_or_insert_with(|| {
+                super::subscribe(
+                    self.keyed.stream.clone(),
+                    Some(self.keyed.subject("in", self.partition)),
+                    self.next_offset,
+                    self.keyed.config.retry_for,
+                )
+            });
             let mut lost = self.lost.clone();
             let next = tokio::select! {
                 m = messages.next() => m,
                 _ = lost.changed() => continue,
             };
-            match next {
-                Some(Ok(m)) => {
-                    budget.worked();
-                    let offset = match m.info() {
-                        Ok(info) => info.stream_sequence,
-                        Err(_) => {
-                            self.messages = None;
-                            continue;
-                        }
-                    };
-                    if offset < self.next_offset {
-                        continue;
-                    }
-                    self.next_offset = offset + 1;
-                    let key = m
-                        .headers
-                        .as_ref()
-                        .and_then(|h| super::header(h, KEY))
-                        .unwrap_or_default()
-                        .to_string();
-                    return Ok(Input {
-                        offset,
-                        key,
-                        payload: m.message.payload,
-                    });
-                }
-                // The ordered consumer failed over or ended: recreate it where we are.
+            let m = match next {
+                Some(Ok(m)) => m,
+                // Gone for `retry_for`: a later call starts a new subscription.
                 Some(Err(e)) => {
-                    budget.failed(e.into())?;
                     self.messages = None;
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    return Err(e);
                 }
                 None => {
-                    budget.failed("the consumer ended".into())?;
                     self.messages = None;
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    return Err(NatsError::Unavailable {
+                        subject: self.keyed.subject("in", self.partition),
+                        waited: self.keyed.config.retry_for,
+                        source: "the subscription ended".into(),
+                    });
                 }
+            };
+            if m.sequence < self.next_offset {
+                continue;
             }
+            self.next_offset = m.sequence + 1;
+            let key = super::header(&m.headers, KEY)
+                .unwrap_or_default()
+                .to_string();
+            return Ok(Input {
+                offset: m.sequence,
+                key,
+                payload: m.payload,
+            });
         }
     }
 

@@ -25,8 +25,9 @@ use std::time::Duration;
 use async_nats::jetstream::{self, kv, stream};
 use bytes::Bytes;
 
+use super::keyvalue::{Last, compare_and_set, read_last};
 use super::sequencer::{Sequencer, read_sequenced, valid_token};
-use super::{NatsError, StoredMessage, ensure_bucket, headers, publish, retrying};
+use super::{NatsError, StoredMessage, ensure_bucket, headers, publish};
 pub use crate::smr::StateMachine;
 
 /// Header: the component that produced an output.
@@ -69,6 +70,11 @@ pub struct ReplicaConfig {
     pub retry_for: Duration,
     /// Output ids (always [`OutputIds::Derived`] outside the tests).
     pub output_ids: OutputIds,
+    /// A step that fails to publish forgets the outputs it applied and reads the input again:
+    /// the negative control of the failure-atomicity test (the retried step applies an input
+    /// twice); nothing else.
+    #[doc(hidden)]
+    pub forget_unpublished: bool,
 }
 
 impl ReplicaConfig {
@@ -85,6 +91,7 @@ impl ReplicaConfig {
             duplicate_window: Duration::from_secs(120),
             retry_for: super::DEFAULT_RETRY_FOR,
             output_ids: OutputIds::Derived,
+            forget_unpublished: false,
         }
     }
 }
@@ -114,6 +121,13 @@ pub struct Replica<M: StateMachine> {
     next_position: u64,
     digest: u64,
     since_checkpoint: u64,
+    /// Outputs of applied inputs not yet acknowledged by the server, in order: (position,
+    /// index, payload). The state has moved past their inputs; the next step or checkpoint
+    /// publishes them first.
+    unpublished: std::collections::VecDeque<(u64, u32, Bytes)>,
+    /// The revision of this replica's newest checkpoint (0: none): the next one replaces it,
+    /// and an older incarnation's write after it is refused.
+    checkpoint_revision: u64,
 }
 
 /// A replica's durable checkpoint.
@@ -164,16 +178,6 @@ fn chain(digest: u64, position: u64, index: u32, payload: &[u8]) -> u64 {
     h
 }
 
-async fn kv_entry(
-    kv: &kv::Store,
-    key: &str,
-    retry_for: Duration,
-) -> Result<Option<kv::Entry>, NatsError> {
-    retrying(key, retry_for, Duration::from_millis(100), || kv.entry(key))
-        .await
-        .map(|e| e.filter(|e| e.operation == kv::Operation::Put))
-}
-
 impl<M: StateMachine> Replica<M> {
     /// Opens replica `config.replica` of a component fed by `input`, recovering from its
     /// checkpoint if it has one (otherwise starting from `initial`).
@@ -207,23 +211,29 @@ impl<M: StateMachine> Replica<M> {
             next_position: 1,
             digest: 0,
             since_checkpoint: 0,
+            unpublished: Default::default(),
+            checkpoint_revision: 0,
         };
-        if let Some(entry) = kv_entry(
+        let last = read_last(
             &replica.kv,
             &replica.config.replica,
             replica.config.retry_for,
         )
-        .await?
+        .await?;
+        replica.checkpoint_revision = last.as_ref().map_or(0, |l| l.revision);
+        if let Some(Last {
+            value: Some(value),
+            revision,
+        }) = last
         {
-            let checkpoint =
-                Checkpoint::decode(&entry.value).ok_or_else(|| NatsError::Malformed {
-                    subject: format!("{}.{}", replica.config.checkpoints, replica.config.replica),
-                    sequence: entry.revision,
-                    reason: "not a checkpoint".into(),
-                })?;
+            let checkpoint = Checkpoint::decode(&value).ok_or_else(|| NatsError::Malformed {
+                subject: format!("{}.{}", replica.config.checkpoints, replica.config.replica),
+                sequence: revision,
+                reason: "not a checkpoint".into(),
+            })?;
             replica.machine = M::restore(&checkpoint.state).map_err(|e| NatsError::Malformed {
                 subject: format!("{}.{}", replica.config.checkpoints, replica.config.replica),
-                sequence: entry.revision,
+                sequence: revision,
                 reason: e.to_string(),
             })?;
             replica.next_position = checkpoint.next_position;
@@ -249,58 +259,86 @@ impl<M: StateMachine> Replica<M> {
 
     /// Applies up to `max` new inputs in order, publishing each input's outputs (and waiting
     /// for their acknowledgements) before the next input; returns how many were applied.
+    ///
+    /// Failure-atomic: an input is applied once. When a publish fails (the cluster stayed
+    /// unavailable for `retry_for`), the state and [`Replica::next_position`] are past the input
+    /// and its outputs not yet stored are kept; the next `step` (or [`Replica::checkpoint`])
+    /// publishes them, under the same ids, before anything else.
     pub async fn step(&mut self, max: usize) -> Result<usize, NatsError> {
+        self.publish_pending().await?;
+        self.checkpoint_if_due().await?;
         let (inputs, next) =
             read_sequenced(&self.input, self.next_position, max, self.config.retry_for).await?;
-        let subject = format!("{}.{}", self.config.outputs, self.config.component);
         let applied = inputs.len();
         for input in inputs {
             let outputs = self.machine.apply(&input.payload);
             for (i, payload) in outputs.into_iter().enumerate() {
                 let index = i as u32;
-                let id = match self.config.output_ids {
-                    OutputIds::Derived => {
-                        format!("{}:{}:{index}", self.config.component, input.position)
-                    }
-                    // A fresh id per copy: what a replica that numbers its own outputs does.
-                    OutputIds::Off => format!(
-                        "{}:{}:{}:{index}",
-                        self.config.replica, self.config.component, input.position
-                    ),
-                };
-                let mut h = headers(&id, None);
-                h.insert(UPSTREAM, self.config.component.as_str());
-                h.insert(POSITION, input.position.to_string().as_str());
-                h.insert(INDEX, index.to_string().as_str());
-                h.insert(REPLICA, self.config.replica.as_str());
                 self.digest = chain(self.digest, input.position, index, &payload);
-                publish(&self.js, &subject, h, payload.into(), self.config.retry_for).await?;
+                self.unpublished
+                    .push_back((input.position, index, payload.into()));
             }
             self.next_position = input.position + 1;
             self.since_checkpoint += 1;
-            if self.config.checkpoint_every > 0
-                && self.since_checkpoint >= self.config.checkpoint_every
-            {
-                self.checkpoint().await?;
-            }
+            self.publish_pending().await?;
+            self.checkpoint_if_due().await?;
         }
         self.next_position = self.next_position.max(next);
         Ok(applied)
     }
 
-    /// Writes the checkpoint (every output it covers is already acknowledged).
+    /// Publishes the outputs of applied inputs, oldest first, each removed once stored.
+    async fn publish_pending(&mut self) -> Result<(), NatsError> {
+        let subject = format!("{}.{}", self.config.outputs, self.config.component);
+        while let Some((position, index, payload)) = self.unpublished.front().cloned() {
+            let id = match self.config.output_ids {
+                OutputIds::Derived => format!("{}:{position}:{index}", self.config.component),
+                // A fresh id per copy: what a replica that numbers its own outputs does.
+                OutputIds::Off => format!(
+                    "{}:{}:{position}:{index}",
+                    self.config.replica, self.config.component
+                ),
+            };
+            let mut h = headers(&id, None);
+            h.insert(UPSTREAM, self.config.component.as_str());
+            h.insert(POSITION, position.to_string().as_str());
+            h.insert(INDEX, index.to_string().as_str());
+            h.insert(REPLICA, self.config.replica.as_str());
+            if let Err(e) = publish(&self.js, &subject, h, payload, self.config.retry_for).await {
+                if self.config.forget_unpublished {
+                    self.next_position = position;
+                    self.unpublished.clear();
+                }
+                return Err(e);
+            }
+            self.unpublished.pop_front();
+        }
+        Ok(())
+    }
+
+    async fn checkpoint_if_due(&mut self) -> Result<(), NatsError> {
+        if self.config.checkpoint_every > 0 && self.since_checkpoint >= self.config.checkpoint_every
+        {
+            self.checkpoint().await?;
+        }
+        Ok(())
+    }
+
+    /// Writes the checkpoint, after publishing every output it covers (output commit).
     pub async fn checkpoint(&mut self) -> Result<(), NatsError> {
+        self.publish_pending().await?;
         let value = Checkpoint {
             next_position: self.next_position,
             digest: self.digest,
             state: self.machine.snapshot(),
         }
         .encode();
-        retrying(
-            &self.config.checkpoints,
+        self.checkpoint_revision = compare_and_set(
+            &self.kv,
+            &self.config.replica,
+            value,
+            self.checkpoint_revision,
             self.config.retry_for,
-            Duration::from_millis(100),
-            || self.kv.put(&self.config.replica, value.clone()),
         )
         .await?;
         self.since_checkpoint = 0;
@@ -340,10 +378,15 @@ impl Dedup {
     async fn mark(&mut self, upstream: &str) -> Result<&mut ((u64, u32), u64, bool), NatsError> {
         if !self.marks.contains_key(upstream) {
             let key = format!("{}.{upstream}", self.consumer);
-            let loaded = match kv_entry(&self.kv, &key, self.retry_for).await? {
+            let loaded = match read_last(&self.kv, &key, self.retry_for).await? {
                 None => ((0, 0), 0, false),
+                Some(Last {
+                    value: None,
+                    revision,
+                }) => ((0, 0), revision, false),
                 Some(e) => {
-                    let text = String::from_utf8_lossy(&e.value).to_string();
+                    let text =
+                        String::from_utf8_lossy(e.value.as_deref().unwrap_or_default()).to_string();
                     let parsed = text
                         .split_once(':')
                         .and_then(|(p, i)| Some((p.parse().ok()?, i.parse().ok()?)));
@@ -400,34 +443,7 @@ impl Dedup {
             }
             let key = format!("{consumer}.{upstream}");
             let value = Bytes::from(format!("{}:{}", mark.0, mark.1));
-            let result = if *revision == 0 {
-                self.kv.create(&key, value).await.map_err(|e| {
-                    if e.kind() == kv::CreateErrorKind::AlreadyExists {
-                        NatsError::Fenced {
-                            subject: key.clone(),
-                        }
-                    } else {
-                        NatsError::Refused {
-                            subject: key.clone(),
-                            reason: e.to_string(),
-                        }
-                    }
-                })
-            } else {
-                self.kv.update(&key, value, *revision).await.map_err(|e| {
-                    if e.kind() == kv::UpdateErrorKind::WrongLastRevision {
-                        NatsError::Fenced {
-                            subject: key.clone(),
-                        }
-                    } else {
-                        NatsError::Refused {
-                            subject: key.clone(),
-                            reason: e.to_string(),
-                        }
-                    }
-                })
-            };
-            *revision = result?;
+            *revision = compare_and_set(&self.kv, &key, value, *revision, self.retry_for).await?;
             *changed = false;
         }
         Ok(())

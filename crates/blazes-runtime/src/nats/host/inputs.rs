@@ -16,11 +16,12 @@ use super::plan::{channel_of, input_objects};
 use super::renew::InFlight;
 use super::{Channel, HostConfig, HostError, check_name};
 use crate::deploy::{self, Deployment, PlanFile};
-use crate::nats::NatsError;
 use crate::nats::barrier::{BarrierConfig, BarrierEvent, BatchRecord, SealBarrier};
 use crate::nats::deploy::stream_config;
+use crate::nats::keyvalue::{compare_and_set, read_last};
 use crate::nats::sequencer::{Sequenced, Sequencer, SequencerConfig};
 use crate::nats::session::{KEY, Keyed, KeyedConfig, Session};
+use crate::nats::{BoxError, NatsError, RetryBudget, Subscription};
 
 /// The token in place of the instance in a keyed component's output ids and plain subjects:
 /// every instance of the component names the outputs of an input alike.
@@ -111,8 +112,8 @@ enum Reader {
     /// A replica of a keyed component: every partition, in the stream's order.
     KeyedReplica {
         keyed: Box<Keyed>,
-        messages: Option<pull::Ordered>,
-        next: u64,
+        /// Every partition's inputs from the stream's start, following the stream.
+        messages: Subscription,
     },
 }
 
@@ -129,6 +130,8 @@ struct Inner {
     /// Sequence channel: the restored state and the position after the last handled input.
     handled: Mutex<(u64, Option<Bytes>)>,
     checkpoints: Option<kv::Store>,
+    /// The revision of this instance's newest checkpoint (0: none), which the next replaces.
+    checkpoint_revision: Mutex<u64>,
     /// Acknowledged channels: the inputs fetched and not yet done, kept in progress.
     in_flight: Option<Arc<InFlight>>,
 }
@@ -166,6 +169,7 @@ impl Host {
         };
         let (plain, input_consumer) = input_objects(&deployment, &channel, &config);
         let mut checkpoints = None;
+        let mut checkpoint_revision = 0;
         let mut handled = (1, None);
         let reader = match &channel {
             Channel::Barrier { stream, producers } => {
@@ -227,10 +231,9 @@ impl Host {
                 let sequencer = Sequencer::open(js.clone(), sc).await?;
                 let store = open_bucket(&js, bucket, config.replicas, config.retry_for).await?;
                 let key = format!("{component}-{}", config.instance);
-                if let Some(value) = store.get(&key).await.map_err(|e| NatsError::Refused {
-                    subject: bucket.clone(),
-                    reason: e.to_string(),
-                })? {
+                let last = read_last(&store, &key, config.retry_for).await?;
+                checkpoint_revision = last.as_ref().map_or(0, |l| l.revision);
+                if let Some(value) = last.and_then(|l| l.value) {
                     if value.len() < 8 {
                         return Err(HostError::Checkpoint(key));
                     }
@@ -250,10 +253,15 @@ impl Host {
                 kc.retry_for = config.retry_for;
                 let keyed = Keyed::open(js.clone(), kc).await?;
                 if config.keyed_replica {
+                    let messages = crate::nats::subscribe(
+                        keyed.stream().clone(),
+                        Some(format!("{stream}.in.*")),
+                        1,
+                        config.retry_for,
+                    );
                     Reader::KeyedReplica {
                         keyed: Box::new(keyed),
-                        messages: None,
-                        next: 1,
+                        messages,
                     }
                 } else {
                     Reader::Keyed {
@@ -283,6 +291,7 @@ impl Host {
                 reader: Mutex::new(reader),
                 handled: Mutex::new(handled),
                 checkpoints,
+                checkpoint_revision: Mutex::new(checkpoint_revision),
                 in_flight,
             }),
         })
@@ -315,86 +324,127 @@ impl Host {
                 consumer,
                 barrier,
                 pending,
-            } => loop {
-                if let Some(d) = pending.pop_front() {
-                    return Ok(d);
-                }
-                if let Some(b) = barrier {
-                    // Any instance may release any partition: the server stores each release
-                    // once, and the durable consumer hands it to this instance. What keeps a
-                    // partition from being released is worth a word to the operator.
-                    for event in b.poll().await? {
-                        match event {
-                            BarrierEvent::Stalled { partition, missing } => tracing::warn!(
-                                component = %self.inner.config.component,
-                                instance = %self.inner.config.instance,
-                                %partition,
-                                missing = %missing.join(", "),
-                                "partition waits for seals"
-                            ),
-                            BarrierEvent::Inconsistent { partition, reason } => tracing::error!(
-                                component = %self.inner.config.component,
-                                instance = %self.inner.config.instance,
-                                %partition,
-                                %reason,
-                                "partition is sealed but not released"
-                            ),
-                            _ => {}
-                        }
+            } => {
+                let mut budget = RetryBudget::new(
+                    consumer.cached_info().name.clone(),
+                    self.inner.config.retry_for,
+                );
+                let mut quiet_since = tokio::time::Instant::now();
+                loop {
+                    if let Some(d) = pending.pop_front() {
+                        return Ok(d);
                     }
-                }
-                let batch = consumer
-                    .fetch()
-                    .max_messages(256)
-                    .expires(Duration::from_millis(100))
-                    .messages()
-                    .await;
-                let mut batch = match batch {
-                    Ok(b) => b,
-                    Err(_) => {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    }
-                };
-                while let Some(m) = batch.next().await {
-                    let Ok(m) = m else { break };
-                    let info = m.info().map_err(|e| NatsError::Refused {
-                        subject: m.subject.to_string(),
-                        reason: e.to_string(),
-                    })?;
-                    let (position, redelivered) = (info.stream_sequence, info.delivered > 1);
-                    let input = if matches!(self.inner.channel, Channel::Barrier { .. }) {
-                        let records =
-                            crate::nats::barrier::decode(&m.payload).ok_or_else(|| {
-                                NatsError::Malformed {
-                                    subject: m.subject.to_string(),
-                                    sequence: position,
-                                    reason: "not a batch".into(),
+                    if let Some(b) = barrier {
+                        // Any instance may release any partition: the server stores each release
+                        // once, and the durable consumer hands it to this instance. What keeps a
+                        // partition from being released is worth a word to the operator.
+                        for event in b.poll().await? {
+                            match event {
+                                BarrierEvent::Stalled { partition, missing } => tracing::warn!(
+                                    component = %self.inner.config.component,
+                                    instance = %self.inner.config.instance,
+                                    %partition,
+                                    missing = %missing.join(", "),
+                                    "partition waits for seals"
+                                ),
+                                BarrierEvent::Inconsistent { partition, reason } => {
+                                    tracing::error!(
+                                        component = %self.inner.config.component,
+                                        instance = %self.inner.config.instance,
+                                        %partition,
+                                        %reason,
+                                        "partition is sealed but not released"
+                                    )
                                 }
-                            })?;
-                        let partition = m.subject.rsplit('.').next().unwrap_or_default();
-                        Input::Released {
-                            partition: partition.to_string(),
-                            records,
+                                _ => {}
+                            }
                         }
-                    } else {
-                        Input::Message {
-                            subject: m.subject.to_string(),
-                            payload: m.payload.clone(),
-                        }
-                    };
-                    let m = Arc::new(m);
-                    if let Some(held) = &self.inner.in_flight {
-                        held.hold(position, m.clone());
                     }
-                    pending.push_back(Delivery {
-                        position,
-                        input,
-                        redelivered,
-                        ack: Some(m),
+                    // A fetch ends after its expiry with what it got; one that the server never
+                    // answers (it is gone, the client reconnects) is cut off a second later.
+                    let fetched =
+                        tokio::time::timeout(FETCH_EXPIRES + Duration::from_secs(1), async {
+                            let mut got = Vec::new();
+                            let mut batch = match consumer
+                                .fetch()
+                                .max_messages(256)
+                                .expires(FETCH_EXPIRES)
+                                .messages()
+                                .await
+                            {
+                                Ok(b) => b,
+                                Err(e) => return (got, Some(BoxError::from(e))),
+                            };
+                            while let Some(m) = batch.next().await {
+                                match m {
+                                    Ok(m) => got.push(m),
+                                    Err(e) => return (got, Some(BoxError::from(e))),
+                                }
+                            }
+                            (got, None)
+                        })
+                        .await;
+                    let (got, failure) = fetched.unwrap_or_else(|_| {
+                        (Vec::new(), Some("the server did not answer a fetch".into()))
                     });
+                    if let Some(e) = failure {
+                        budget.failed(e)?;
+                        if got.is_empty() {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                    }
+                    for m in got {
+                        let info = m.info().map_err(|e| NatsError::Refused {
+                            subject: m.subject.to_string(),
+                            reason: e.to_string(),
+                        })?;
+                        let (position, redelivered) = (info.stream_sequence, info.delivered > 1);
+                        let input = if matches!(self.inner.channel, Channel::Barrier { .. }) {
+                            let records =
+                                crate::nats::barrier::decode(&m.payload).ok_or_else(|| {
+                                    NatsError::Malformed {
+                                        subject: m.subject.to_string(),
+                                        sequence: position,
+                                        reason: "not a batch".into(),
+                                    }
+                                })?;
+                            let partition = m.subject.rsplit('.').next().unwrap_or_default();
+                            Input::Released {
+                                partition: partition.to_string(),
+                                records,
+                            }
+                        } else {
+                            Input::Message {
+                                subject: m.subject.to_string(),
+                                payload: m.payload.clone(),
+                            }
+                        };
+                        let m = Arc::new(m);
+                        if let Some(held) = &self.inner.in_flight {
+                            held.hold(position, m.clone());
+                        }
+                        pending.push_back(Delivery {
+                            position,
+                            input,
+                            redelivered,
+                            ack: Some(m),
+                        });
+                    }
+                    if !pending.is_empty() {
+                        budget.worked();
+                        quiet_since = tokio::time::Instant::now();
+                    } else if quiet_since.elapsed() >= quiet_probe(self.inner.config.retry_for) {
+                        // An empty fetch looks the same whether the stream is idle or the server
+                        // is gone: ask the server, so that an outage ends in `Unavailable` after
+                        // `retry_for` instead of a wait without end.
+                        match consumer.get_info().await {
+                            Ok(_) => budget.worked(),
+                            Err(e) => budget.failed(e.into())?,
+                        }
+                        quiet_since = tokio::time::Instant::now();
+                    }
                 }
-            },
+            }
             Reader::Sequence {
                 sequencer,
                 next,
@@ -475,81 +525,42 @@ impl Host {
                     Err(e) => Err(e.into()),
                 }
             }
-            Reader::KeyedReplica {
-                keyed,
-                messages,
-                next,
-            } => loop {
-                if messages.is_none() {
-                    let consumer = keyed
-                        .stream()
-                        .create_consumer(pull::OrderedConfig {
-                            filter_subject: format!("{}.in.*", keyed.config().name),
-                            deliver_policy: jetstream::consumer::DeliverPolicy::ByStartSequence {
-                                start_sequence: *next,
-                            },
-                            ..Default::default()
-                        })
-                        .await;
-                    match consumer {
-                        Ok(c) => match c.messages().await {
-                            Ok(m) => *messages = Some(m),
-                            Err(_) => {
-                                tokio::time::sleep(Duration::from_millis(200)).await;
-                                continue;
-                            }
-                        },
-                        Err(_) => {
-                            tokio::time::sleep(Duration::from_millis(200)).await;
-                            continue;
+            Reader::KeyedReplica { keyed, messages } => {
+                let m = match messages.next().await {
+                    Some(m) => m?,
+                    None => {
+                        return Err(NatsError::Unavailable {
+                            subject: format!("{}.in.*", keyed.config().name),
+                            waited: self.inner.config.retry_for,
+                            source: "the subscription ended".into(),
                         }
-                    }
-                }
-                let m = match messages.as_mut().expect("a consumer").next().await {
-                    Some(Ok(m)) => m,
-                    // The ordered consumer failed over or ended: recreate it where we are.
-                    Some(Err(_)) | None => {
-                        *messages = None;
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
+                        .into());
                     }
                 };
-                let Ok(info) = m.info() else {
-                    *messages = None;
-                    continue;
-                };
-                let position = info.stream_sequence;
-                if position < *next {
-                    continue;
-                }
-                *next = position + 1;
                 let partition = m
                     .subject
                     .rsplit('.')
                     .next()
                     .and_then(|p| p.parse().ok())
                     .ok_or_else(|| NatsError::Malformed {
-                        subject: m.subject.to_string(),
-                        sequence: position,
+                        subject: m.subject.clone(),
+                        sequence: m.sequence,
                         reason: "not a keyed input subject".into(),
                     })?;
-                let key = m
-                    .headers
-                    .as_ref()
-                    .and_then(|h| crate::nats::header(h, KEY))
+                let key = crate::nats::header(&m.headers, KEY)
                     .unwrap_or_default()
                     .to_string();
-                return Ok(Delivery {
-                    position,
+                Ok(Delivery {
+                    position: m.sequence,
                     input: Input::Keyed {
                         partition,
                         key,
-                        payload: m.message.payload,
+                        payload: m.payload,
                     },
                     redelivered: false,
                     ack: None,
-                });
-            },
+                })
+            }
         }
     }
 
@@ -597,14 +608,17 @@ impl Host {
             let mut value = Vec::with_capacity(8 + state.len());
             value.extend_from_slice(&next.to_be_bytes());
             value.extend_from_slice(&state);
-            store
-                .put(&key, value.into())
-                .await
-                .map_err(|e| NatsError::Unavailable {
-                    subject: key.clone(),
-                    waited: Duration::ZERO,
-                    source: e.into(),
-                })?;
+            // Replaces this instance's newest checkpoint and no other: an older incarnation
+            // still running after a newer one checkpointed is refused (`Fenced`).
+            let mut revision = self.inner.checkpoint_revision.lock().await;
+            *revision = compare_and_set(
+                store,
+                &key,
+                value.into(),
+                *revision,
+                self.inner.config.retry_for,
+            )
+            .await?;
             self.inner.handled.lock().await.1 = Some(state);
             return Ok(());
         }
@@ -652,4 +666,13 @@ impl Host {
         )
         .await
     }
+}
+
+/// How long a fetch of the durable consumer waits for inputs before it returns what it has.
+const FETCH_EXPIRES: Duration = Duration::from_millis(100);
+
+/// How long a host's reader may fetch nothing before it asks the server whether it is there:
+/// a quarter of the retry budget, between 100 ms and 2 s.
+fn quiet_probe(retry_for: Duration) -> Duration {
+    (retry_for / 4).clamp(Duration::from_millis(100), Duration::from_secs(2))
 }

@@ -54,8 +54,11 @@ async fn renew(set: Weak<InFlight>, every: Duration) {
         drop(set);
         for m in held {
             // A renewal that does not reach the server only lets the ack wait run out: the
-            // input is redelivered, which the host's output ids already make harmless.
-            let _ = m.ack_with(AckKind::Progress).await;
+            // input is redelivered, which the host's output ids already make harmless. Worth
+            // a word all the same: a slow handler then pays twice.
+            if let Err(e) = m.ack_with(AckKind::Progress).await {
+                tracing::warn!(subject = %m.subject, error = %e, "in-progress renewal failed");
+            }
         }
     }
 }
