@@ -572,3 +572,134 @@ async fn deploy_takes_a_list_of_servers() {
         assert!(err.contains("--nats"), "{bad}: {err}");
     }
 }
+
+/// A free port on 127.0.0.1 for a server's monitoring endpoint.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A server with its monitoring endpoint, syncing every write or by the server's default.
+async fn monitored(sync_always: bool) -> Option<(Cluster, String, String, jetstream::Context)> {
+    let port = free_port();
+    let extra = format!("http: \"127.0.0.1:{port}\"\n");
+    let cluster = if sync_always {
+        Cluster::start(1, &extra).await?
+    } else {
+        Cluster::start_with_default_sync(1, &extra).await?
+    };
+    let url = cluster.urls()[0].clone();
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 1).await;
+    Some((cluster, url, format!("http://127.0.0.1:{port}"), js))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deploy_check_lists_what_the_system_does_not_give_the_plan() {
+    let spec = "specs/wordcount-sealable.yaml";
+    let Some((_cluster, url, monitor, _js)) = monitored(true).await else {
+        return;
+    };
+    let o = deploy(&url, &[spec]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = blazes(&[
+        "deploy",
+        "--check",
+        "--nats",
+        &url,
+        "--monitor",
+        &monitor,
+        spec,
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("0 errors"), "{out}");
+    assert!(
+        out.contains("warning: stream") && out.contains("has 1 replica"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("syncs writes"),
+        "the server syncs every write: {out}"
+    );
+    // Without the monitoring endpoint the sync setting is said to be unchecked.
+    let o = blazes(&["deploy", "--check", "--nats", &url, spec]);
+    assert!(
+        stdout(&o).contains("sync setting not checked"),
+        "{}",
+        stdout(&o)
+    );
+
+    // Negative control: a server with the default sync is told apart.
+    let Some((_cluster, url, monitor, _js)) = monitored(false).await else {
+        return;
+    };
+    let o = blazes(&[
+        "deploy",
+        "--check",
+        "--nats",
+        &url,
+        "--monitor",
+        &monitor,
+        spec,
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "a warning is not an error: {out}");
+    assert!(
+        out.contains("warning: server: syncs writes to disk every 120 s"),
+        "{out}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deploy_refuses_a_system_that_breaks_a_guarantee_and_changes_nothing() {
+    use blazes_runtime::nats::deploy::stream_config;
+    let Some((_cluster, url, js)) = server().await else {
+        return;
+    };
+    let args = ["--allow", "global", "specs/wordcount.yaml"];
+    let d = planned(&args);
+    let first = d
+        .objects()
+        .find_map(|o| match o {
+            Object::Stream(s) => Some(s.clone()),
+            _ => None,
+        })
+        .expect("a stream");
+    // The plan's first stream, made by someone else in memory.
+    let mut config = stream_config(&first);
+    config.storage = stream::StorageType::Memory;
+    js.create_stream(config).await.unwrap();
+    let before = stream_count(&js).await;
+    let o = deploy(&url, &args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "error: stream {}: keeps its messages in memory",
+            first.name
+        )),
+        "{err}"
+    );
+    assert!(err.contains("not deployed"), "{err}");
+    assert_eq!(stream_count(&js).await, before, "nothing was created");
+    // `--check` says the same and exits 1 too.
+    let o = blazes(&[
+        "deploy",
+        "--check",
+        "--nats",
+        &url,
+        "--allow",
+        "global",
+        "specs/wordcount.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("1 error"), "{}", stdout(&o));
+    // Control: the same deployment on a server without that stream goes through.
+    js.delete_stream(&first.name).await.unwrap();
+    let o = deploy(&url, &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

@@ -25,6 +25,18 @@ pub(crate) struct DeployArgs {
     /// Print the engine objects of the plan instead of creating them (no server needed).
     #[arg(long)]
     pub dry_run: bool,
+    /// Change nothing: check that the running system gives the plan's guarantees what they
+    /// assume (server version, file storage, replicas, the duplicate window against the replay
+    /// horizon, writes synced before they are acknowledged, TLS off this machine), list what
+    /// does not hold, and exit 1 on an error. A deployment runs the same checks first and
+    /// refuses on an error.
+    #[arg(long, conflicts_with_all = ["dry_run", "force"])]
+    pub check: bool,
+    /// The servers' monitoring endpoint (`http://host:8222`, the server's `http:` setting):
+    /// where the checks read whether writes are synced before they are acknowledged; without
+    /// it that check is reported as not done.
+    #[arg(long, value_name = "URL")]
+    pub monitor: Option<String>,
     /// Apply a plan that differs from what the server holds: print the differences, then
     /// create the missing objects and update the differing ones in place (their messages are
     /// kept); objects no longer in the plan are left for you to delete.
@@ -139,9 +151,11 @@ fn deployment(args: &DeployArgs) -> Result<Deployment, i32> {
 
 pub(crate) fn run(args: &DeployArgs) -> i32 {
     if !args.dry_run && args.nats.is_none() {
-        return usage_error(
-            "`blazes deploy` needs `--nats URL` to create the objects, or `--dry-run` to print them",
-        );
+        return usage_error(if args.check {
+            "`blazes deploy --check` needs `--nats URL` of the system to check"
+        } else {
+            "`blazes deploy` needs `--nats URL` to create the objects, or `--dry-run` to print them"
+        });
     }
     let d = match deployment(args) {
         Ok(d) => d,
@@ -153,11 +167,11 @@ pub(crate) fn run(args: &DeployArgs) -> i32 {
         super::io::write_out(crate::report::escape::visible(&text).as_bytes());
         return EXIT_CLEAN;
     }
-    apply(args.nats.as_deref().unwrap_or_default(), &d, args.force)
+    apply(args, args.nats.as_deref().unwrap_or_default(), &d)
 }
 
 #[cfg(not(feature = "nats"))]
-fn apply(_url: &str, _d: &Deployment, _force: bool) -> i32 {
+fn apply(_args: &DeployArgs, _url: &str, _d: &Deployment) -> i32 {
     usage_error(
         "this blazes was built without the JetStream runtime, so it cannot apply a plan; install it with `cargo install --path . --features nats` (`--dry-run` works without it)",
     )
@@ -182,10 +196,39 @@ fn server_list(arg: &str) -> Result<Vec<blazes_runtime::nats::async_nats::Server
     Ok(servers)
 }
 
+/// The findings of the system checks in lines: a summary, then one line each.
 #[cfg(feature = "nats")]
-fn apply(url: &str, d: &Deployment, force: bool) -> i32 {
+fn findings_text(d: &Deployment, findings: &[blazes_runtime::nats::doctor::Finding]) -> String {
+    use blazes_runtime::nats::doctor::Severity;
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
+    let warnings = findings.len() - errors;
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    let mut out = format!(
+        "{}: the system for the plan of `{}`: {}, {}\n",
+        d.path,
+        d.spec,
+        plural(errors, "error"),
+        plural(warnings, "warning")
+    );
+    for f in findings {
+        let level = match f.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        out.push_str(&format!("  {level}: {}: {}\n", f.about, f.message));
+    }
+    out
+}
+
+#[cfg(feature = "nats")]
+fn apply(args: &DeployArgs, url: &str, d: &Deployment) -> i32 {
     use blazes_runtime::nats::async_nats;
     use blazes_runtime::nats::deploy::{Change, Outcome, deploy, deploy_forced};
+    use blazes_runtime::nats::doctor::{self, Horizon, Severity};
+    let force = args.force;
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -206,6 +249,26 @@ fn apply(url: &str, d: &Deployment, force: bool) -> i32 {
             .await
             .map_err(|_| format!("cannot connect to `{url}` within 10 s"))?
             .map_err(|e| format!("cannot connect to `{url}`: {e}"))?;
+        let urls: Vec<String> = url.split(',').map(|u| u.trim().to_string()).collect();
+        let findings = doctor::check(
+            &client,
+            d,
+            &urls,
+            args.monitor.as_deref(),
+            Horizon::default(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let errors = findings.iter().any(|f| f.severity == Severity::Error);
+        if args.check {
+            return Ok(Checked(findings));
+        }
+        if errors {
+            return Ok(Unsafe(findings));
+        }
+        if !findings.is_empty() {
+            say_part!("{}", findings_text(d, &findings));
+        }
         let js = async_nats::jetstream::new(client);
         let outcome = deploy(&js, d).await.map_err(|e| e.to_string())?;
         match outcome {
@@ -228,12 +291,15 @@ fn apply(url: &str, d: &Deployment, force: bool) -> i32 {
             other => Ok(Done(other)),
         }
     });
-    /// What happened: a plain deployment's outcome, or a forced one's comparison.
+    /// What happened: a plain deployment's outcome, a forced one's comparison, the checks
+    /// alone (`--check`), or a deployment refused by the checks.
     enum Applied {
         Done(Outcome),
         Forced(Vec<Change>),
+        Checked(Vec<doctor::Finding>),
+        Unsafe(Vec<doctor::Finding>),
     }
-    use Applied::{Done, Forced};
+    use Applied::{Checked, Done, Forced, Unsafe};
     let lines = |changes: &[Change], applied: bool| {
         changes
             .iter()
@@ -244,6 +310,21 @@ fn apply(url: &str, d: &Deployment, force: bool) -> i32 {
             .collect::<String>()
     };
     let outcome = match outcome {
+        Ok(Checked(findings)) => {
+            super::io::write_out(findings_text(d, &findings).as_bytes());
+            return if findings.iter().any(|f| f.severity == Severity::Error) {
+                EXIT_FINDINGS
+            } else {
+                EXIT_CLEAN
+            };
+        }
+        Ok(Unsafe(findings)) => {
+            say_part!(
+                "{}error: not deployed: the system does not give the plan's guarantees what they assume (fix the errors above; `blazes deploy --check` lists them again)\n",
+                findings_text(d, &findings)
+            );
+            return EXIT_FINDINGS;
+        }
         Ok(Forced(changes)) => {
             let count = |f: fn(&Change) -> bool| changes.iter().filter(|c| f(c)).count();
             let orphans = count(|c| matches!(c, Change::Orphan { .. }));

@@ -27,6 +27,7 @@
 
 pub mod barrier;
 pub mod deploy;
+pub mod doctor;
 pub mod host;
 mod keyvalue;
 pub mod sequencer;

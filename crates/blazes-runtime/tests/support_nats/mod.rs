@@ -78,12 +78,23 @@ impl Cluster {
     /// Starts `n` nodes (3 for a replicated cluster) with `extra` appended to every node's
     /// configuration (authorization blocks), and waits until JetStream answers.
     pub async fn start(n: usize, extra: &str) -> Option<Cluster> {
+        Self::start_syncing(n, extra, true).await
+    }
+
+    /// [`Cluster::start`] with the server's default sync (about every two minutes) instead of
+    /// `sync_interval: always`: the negative control of the durability checks.
+    #[allow(dead_code)]
+    pub async fn start_with_default_sync(n: usize, extra: &str) -> Option<Cluster> {
+        Self::start_syncing(n, extra, false).await
+    }
+
+    async fn start_syncing(n: usize, extra: &str, sync_always: bool) -> Option<Cluster> {
         let binary = server_binary()?;
         // A port found free can be taken by another test's server before ours binds it (the
         // test binaries run at once); such a node exits at once, and the cluster is made
         // again on other ports.
         for _ in 0..5 {
-            let mut cluster = Self::configure(binary.clone(), n, extra);
+            let mut cluster = Self::configure(binary.clone(), n, extra, sync_always);
             for i in 0..n {
                 cluster.start_node(i);
             }
@@ -117,7 +128,7 @@ impl Cluster {
     }
 
     /// The configuration files of `n` nodes on fresh ports, not yet started.
-    fn configure(binary: PathBuf, n: usize, extra: &str) -> Cluster {
+    fn configure(binary: PathBuf, n: usize, extra: &str, sync_always: bool) -> Cluster {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let client_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let cluster_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
@@ -145,9 +156,14 @@ impl Cluster {
             // docs/runtime.md asks of a deployment (the default syncs about every two minutes
             // and loses acknowledged writes in a machine crash). The suite measured no cost.
             let text = format!(
-                "server_name: {name}\nlisten: \"127.0.0.1:{}\"\njetstream {{\n  store_dir: \"{}\"\n  max_memory_store: 64MB\n  max_file_store: 256MB\n  sync_interval: always\n}}\n{cluster}{extra}\n",
+                "server_name: {name}\nlisten: \"127.0.0.1:{}\"\njetstream {{\n  store_dir: \"{}\"\n  max_memory_store: 64MB\n  max_file_store: 256MB\n{}}}\n{cluster}{extra}\n",
                 client_ports[i],
-                store.display()
+                store.display(),
+                if sync_always {
+                    "  sync_interval: always\n"
+                } else {
+                    ""
+                }
             );
             let config = dir.path().join(format!("{name}.conf"));
             fs::write(&config, text).unwrap();
