@@ -3,6 +3,8 @@
 //! server fails with an install hint (the harness).
 #![cfg(feature = "nats")]
 
+#[path = "common/history.rs"]
+mod history;
 mod support_nats;
 
 use std::time::Duration;
@@ -627,10 +629,14 @@ async fn outputs_across_a_takeover(
         .outputs("Report")
         .await
         .unwrap();
+    // The inputs are the history's writes; each must reach the sink as one output.
+    let history = history::History::default();
     for i in 0..3u32 {
+        let w = history.invoke("Src-0", "ad-1", &i.to_string());
         into.publish(1, i, "ad-1", Bytes::from(i.to_string()))
             .await
             .unwrap();
+        history.complete(w, history::Outcome::Ok);
     }
     let report = |instance: &str| {
         Host::open(
@@ -658,17 +664,41 @@ async fn outputs_across_a_takeover(
         }
         // The crash: nothing committed, the lease left to run out.
     }
-    match out_channel(&p, js).await {
+    let outputs: Vec<Bytes> = match out_channel(&p, js).await {
         Channel::Sequence { stream, .. } => {
             let mut sc = blazes_runtime::nats::sequencer::SequencerConfig::new(&stream);
             sc.replicas = 1;
             let seq = blazes_runtime::nats::sequencer::Sequencer::open(js.clone(), sc)
                 .await
                 .unwrap();
-            seq.read_sequenced(1, 100).await.unwrap().0.len() as u64
+            let (inputs, _) = seq.read_sequenced(1, 100).await.unwrap();
+            inputs.into_iter().map(|s| s.payload).collect()
         }
-        _ => stored(js, &format!("{spec}-Sink-in")).await,
+        _ => {
+            let s = js.get_stream(format!("{spec}-Sink-in")).await.unwrap();
+            blazes_runtime::nats::read_stream(&s, None, 1, 100, Duration::from_secs(10))
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|m| m.payload)
+                .collect()
+        }
+    };
+    let stored: Vec<(String, String)> = outputs
+        .iter()
+        .map(|o| ("ad-1".to_string(), String::from_utf8_lossy(o).to_string()))
+        .collect();
+    let anomalies = history.check(&stored);
+    // With the ids of the input, none; with the instance's, each input's output twice.
+    assert_eq!(anomalies.is_empty(), !by_instance, "{spec}: {anomalies:?}");
+    if by_instance {
+        assert!(
+            anomalies
+                .iter()
+                .all(|a| matches!(a, history::Anomaly::Duplicate { times: 2, .. }))
+        );
     }
+    outputs.len() as u64
 }
 
 /// How `p` gives `Sink` its inputs.

@@ -1,6 +1,8 @@
 //! The JetStream runtime against a real 3-node `nats-server` cluster.
 #![cfg(feature = "nats")]
 
+#[path = "common/history.rs"]
+mod history;
 #[path = "common/rng.rs"]
 mod rng;
 mod support_nats;
@@ -128,6 +130,8 @@ async fn engine_features_the_design_relies_on() {
 /// What one sequencer run stored and acknowledged.
 struct SequencerRun {
     stored: Vec<rt::StoredMessage>,
+    /// Every send as its client saw it (key: the producer, value: the payload).
+    history: std::sync::Arc<history::History>,
     /// (producer, producer seq, position, payload) of every acknowledged send.
     acked: Vec<(String, u64, u64, Bytes)>,
     zombie: Result<seq::Sent, NatsError>,
@@ -147,10 +151,12 @@ async fn sequencer_run(fencing: Fencing, seed_value: u64) -> Option<SequencerRun
     let sequencer = Sequencer::open(js.clone(), SequencerConfig::new("SEQ"))
         .await
         .unwrap();
+    let history = std::sync::Arc::new(history::History::default());
     let mut tasks = Vec::new();
     for p in ["p1", "p2"] {
         let sequencer = sequencer.clone();
         let js = js.clone();
+        let history = history.clone();
         tasks.push(tokio::spawn(async move {
             let mut producer = sequencer.producer_with(p, fencing).await.unwrap();
             let mut acked = Vec::new();
@@ -158,7 +164,9 @@ async fn sequencer_run(fencing: Fencing, seed_value: u64) -> Option<SequencerRun
             let mut previous = 0;
             for k in 1..=N {
                 let payload = Bytes::from(format!("{p}:{k}"));
+                let w = history.invoke(p, p, &format!("{p}:{k}"));
                 let sent = producer.send(payload.clone()).await.unwrap();
+                history.complete(w, history::Outcome::Ok);
                 if p == "p1" && k == 20 {
                     // The same publish again, as a client whose acknowledgement was lost sends
                     // it: same id, same expectation.
@@ -217,10 +225,16 @@ async fn sequencer_run(fencing: Fencing, seed_value: u64) -> Option<SequencerRun
                 "the new epoch resumes after the last stored input"
             );
             let mut old = std::mem::replace(&mut producer, fresh);
-            zombie = Some(old.send(Bytes::from(format!("zombie:p0:{k}"))).await);
+            let value = format!("zombie:p0:{k}");
+            let w = history.invoke("p0-old", "p0", &value);
+            let sent = old.send(Bytes::from(value)).await;
+            history.complete_result(w, &sent, |e| matches!(e, NatsError::Fenced { .. }));
+            zombie = Some(sent);
         }
         let payload = Bytes::from(format!("p0:{k}"));
+        let w = history.invoke("p0", "p0", &format!("p0:{k}"));
         let sent = producer.send(payload.clone()).await.unwrap();
+        history.complete(w, history::Outcome::Ok);
         acked.push(("p0".to_string(), k, sent.position, payload));
         k += 1;
     }
@@ -233,6 +247,7 @@ async fn sequencer_run(fencing: Fencing, seed_value: u64) -> Option<SequencerRun
     let stored = read_all(&js, "SEQ").await;
     Some(SequencerRun {
         stored,
+        history,
         acked,
         zombie: zombie.unwrap(),
         retry_duplicate,
@@ -241,10 +256,57 @@ async fn sequencer_run(fencing: Fencing, seed_value: u64) -> Option<SequencerRun
 
 /// The sequencer's invariants, checked on what the stream holds: every acknowledged input is
 /// stored where its acknowledgement said; per producer the inputs are 1..=N once each in order;
-/// no input of an epoch follows a newer epoch's marker.
+/// no input of an epoch follows a newer epoch's marker. Then the history checker's opinion, on
+/// the same stream: no acknowledged send lost, none stored twice or out of its producer's
+/// order, no refused send stored, and no send of an older epoch (a zombie's) after a newer
+/// epoch began.
 fn sequencer_violations(run: &SequencerRun) -> Vec<String> {
     use std::collections::BTreeMap;
     let mut v = Vec::new();
+    let data: Vec<(String, String)> = run
+        .stored
+        .iter()
+        .filter(|m| m.header(seq::KIND) == Some("data"))
+        .map(|m| {
+            (
+                m.header(seq::PRODUCER).unwrap_or_default().to_string(),
+                String::from_utf8_lossy(&m.payload).to_string(),
+            )
+        })
+        .collect();
+    v.extend(
+        run.history
+            .check(&data)
+            .into_iter()
+            .map(|a| format!("history: {a:?}")),
+    );
+    for producer in ["p0", "p1", "p2"] {
+        let mine = |m: &&rt::StoredMessage| m.header(seq::PRODUCER) == Some(producer);
+        let epoch = |m: &rt::StoredMessage| {
+            m.header(seq::EPOCH)
+                .and_then(|e| e.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        let grants: Vec<(u64, u64)> = run
+            .stored
+            .iter()
+            .filter(mine)
+            .filter(|m| m.header(seq::KIND) == Some("epoch"))
+            .map(|m| (epoch(m), m.sequence))
+            .collect();
+        let writes: Vec<(u64, u64)> = run
+            .stored
+            .iter()
+            .filter(mine)
+            .filter(|m| m.header(seq::KIND) == Some("data"))
+            .map(|m| (m.sequence, epoch(m)))
+            .collect();
+        for (position, e) in history::zombie_writes(&writes, &grants) {
+            v.push(format!(
+                "history: {producer}'s epoch {e} wrote at {position}, after a newer epoch began"
+            ));
+        }
+    }
     let by_position: BTreeMap<u64, &rt::StoredMessage> =
         run.stored.iter().map(|m| (m.sequence, m)).collect();
     for (p, k, position, payload) in &run.acked {
@@ -324,6 +386,12 @@ async fn sequencer_control_without_fencing_accepts_the_zombie() {
             .iter()
             .any(|v| v.contains("p0: epoch 1 stored") || v.contains("p0: producer sequence")),
         "the control must show the zombie: {violations:#?}"
+    );
+    assert!(
+        violations
+            .iter()
+            .any(|v| v.starts_with("history: p0's epoch 1 wrote")),
+        "the history checker must see the zombie's write too: {violations:#?}"
     );
 }
 
@@ -1838,6 +1906,26 @@ async fn records_outside_the_set(
             break;
         }
     }
+    // Each partition released once, with a's record and nothing of x's.
+    let releases: Vec<(String, std::collections::BTreeSet<String>)> = events
+        .iter()
+        .filter_map(|e| match e {
+            BarrierEvent::Released(r) => Some((
+                r.partition.clone(),
+                r.records
+                    .iter()
+                    .map(|b| format!("{}:{}", b.producer, b.index))
+                    .collect(),
+            )),
+            _ => None,
+        })
+        .collect();
+    let expected = partitions
+        .iter()
+        .map(|p| (p.clone(), ["a:0".to_string()].into()))
+        .collect();
+    let wrong = history::release_anomalies(&releases, &expected, &Default::default());
+    assert!(wrong.is_empty(), "{wrong:?}");
     let late = events
         .into_iter()
         .filter_map(|e| match e {
