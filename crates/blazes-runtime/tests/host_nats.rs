@@ -965,3 +965,206 @@ async fn a_host_whose_server_is_gone_gives_up_after_retry_for_and_an_idle_one_wa
         assert!(gone.contains("unavailable"), "{reading:?}: {gone}");
     }
 }
+
+/// Two instances of a keyed component (two partitions) count their partition's inputs,
+/// publish one output per input into a plain sink and commit after each input, while the
+/// nemesis kills and pauses the keyed stream's leader and followers and one instance crashes
+/// between an output and its commit (a replacement takes its partition over after the lease
+/// runs out). `by_instance` names the outputs by the instance (the negative control).
+/// Returns the anomalies of the inputs' history against the sink, the commits that do not
+/// count their partition's inputs, and the faults injected.
+async fn keyed_under_faults(
+    seed: u64,
+    by_instance: bool,
+) -> Option<(Vec<history::Anomaly>, Vec<String>, Vec<String>)> {
+    use async_nats::jetstream::stream::LastRawMessageErrorKind;
+    use blazes_runtime::nats::session::partition_of;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const N: u32 = 40;
+    let mut cluster = Cluster::start(3, "").await?;
+    let js = jetstream::new(cluster.client().await);
+    cluster.wait_ready(&js, 3).await;
+    let p = plan(r#"{"kind": "keyed-order", "component": "Report", "key": ["id"]}"#);
+    let cfg = |component: &str, instance: &str| {
+        HostConfig::new(component, instance)
+            .partitions(2)
+            .retry_for(Duration::from_secs(60))
+            .ack_wait(Duration::from_secs(2))
+    };
+    let into = Host::open(js.clone(), &p, cfg("Src", "0"))
+        .await
+        .unwrap()
+        .outputs("Report")
+        .await
+        .unwrap();
+    let Channel::Keyed { stream } = into.channel().clone() else {
+        panic!("a keyed channel")
+    };
+    let history = Arc::new(history::History::default());
+    let keys = ["ad-0", "ad-1", "ad-2", "ad-3"];
+    let done = Arc::new(AtomicBool::new(false));
+    let mut roles = Vec::new();
+    // Instance 0 crashes between an output and its commit, at an input the seed picks, and a
+    // replacement with another name (a new pod) takes its place.
+    let crash_at = 2 + seed % 5;
+    for (first, then) in [("0", Some("2")), ("1", None)] {
+        let (js, p, done) = (js.clone(), p.clone(), done.clone());
+        roles.push(tokio::spawn(async move {
+            let mut incarnation = Some(first);
+            while let Some(instance) = incarnation.take() {
+                let config = cfg("Report", instance).outputs_named_by_instance(by_instance);
+                let host = Host::open(js.clone(), &p, config)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let out = host.outputs("Sink").await.map_err(|e| e.to_string())?;
+                let (mut count, mut handled) = (0u64, 0u64);
+                while !done.load(Ordering::SeqCst) {
+                    let Ok(d) = tokio::time::timeout(Duration::from_millis(500), host.next()).await
+                    else {
+                        continue;
+                    };
+                    // A role survives the faults by itself: any error here fails the test.
+                    let d = d.map_err(|e| e.to_string())?;
+                    match &d.input {
+                        Input::Assigned { restored, .. } => {
+                            count = restored.as_deref().map_or(0, number);
+                        }
+                        Input::Revoked { .. } => {}
+                        Input::Keyed { payload, .. } => {
+                            count += 1;
+                            handled += 1;
+                            out.publish(d.position, 0, "", payload.clone())
+                                .await
+                                .map_err(|e| e.to_string())?;
+                            if then.is_some() && instance == first && handled == crash_at {
+                                // The crash: the output is stored, the commit is not.
+                                incarnation = then;
+                                break;
+                            }
+                            host.done(&d).await.map_err(|e| e.to_string())?;
+                            host.checkpoint(Bytes::from(count.to_string()))
+                                .await
+                                .map_err(|e| e.to_string())?;
+                        }
+                        other => return Err(format!("unexpected {other:?}")),
+                    }
+                }
+            }
+            Ok::<(), String>(())
+        }));
+    }
+    let workload = async {
+        for i in 0..N {
+            let key = keys[i as usize % keys.len()];
+            let w = history.invoke("Src-0", "all", &i.to_string());
+            let r = into.publish(1, i, key, Bytes::from(i.to_string())).await;
+            history.complete_result(w, &r, |_| false);
+            r.unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let (_, faults) = tokio::join!(
+        workload,
+        support_nats::nemesis(&mut cluster, &js, &stream, seed, 5)
+    );
+    // Until the sink holds an output of every input (or two minutes).
+    let sink = "t-Sink-in";
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    let mut outputs = Vec::new();
+    while tokio::time::Instant::now() < deadline {
+        if let Ok(s) = js.get_stream(sink).await
+            && let Ok(read) =
+                blazes_runtime::nats::read_stream(&s, None, 1, 1000, Duration::from_secs(10)).await
+        {
+            outputs = read;
+            let distinct: std::collections::BTreeSet<_> =
+                outputs.iter().map(|m| m.payload.clone()).collect();
+            if distinct.len() == N as usize {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // Let the last commits land, then stop the roles.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    done.store(true, Ordering::SeqCst);
+    for r in roles {
+        r.await
+            .unwrap()
+            .unwrap_or_else(|e| panic!("a role died: {e}; faults: {faults:#?}"));
+    }
+    let stored: Vec<(String, String)> = outputs
+        .iter()
+        .map(|m| {
+            (
+                "all".to_string(),
+                String::from_utf8_lossy(&m.payload).to_string(),
+            )
+        })
+        .collect();
+    let anomalies = history
+        .check(&stored)
+        .into_iter()
+        // Outputs of one partition interleave with the other's in the sink; order is per
+        // partition, which the commits check.
+        .filter(|a| !matches!(a, history::Anomaly::Reordered { .. }))
+        .collect();
+    let mut wrong = Vec::new();
+    for part in 0..2u32 {
+        let want = (0..N)
+            .filter(|i| partition_of(keys[*i as usize % keys.len()], 2) == part)
+            .count() as u64;
+        // The cluster may still be electing a leader after the last fault: ask until it
+        // answers (a commit that is not there is an answer too).
+        let subject = format!("{stream}.commit.{part}");
+        let mut got = None;
+        for _ in 0..100 {
+            if let Ok(s) = js.get_stream(&stream).await {
+                match s.get_last_raw_message_by_subject(&subject).await {
+                    Ok(m) => got = Some(number(&m.payload[8..])),
+                    Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => got = Some(0),
+                    Err(_) => {}
+                }
+            }
+            if got.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        let got = got.expect("the stream answers within 30 s");
+        if got != want {
+            wrong.push(format!(
+                "partition {part}: committed {got} of {want} inputs"
+            ));
+        }
+    }
+    Some((anomalies, wrong, faults))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_host_handles_each_input_once_while_its_stream_nodes_are_killed_and_paused() {
+    for default in [1, 2] {
+        let seed = support_nats::fault_seed(default);
+        let Some((anomalies, commits, faults)) = keyed_under_faults(seed, false).await else {
+            return;
+        };
+        assert!(
+            anomalies.is_empty() && commits.is_empty(),
+            "seed {seed} (replay: BLAZES_FAULT_SEED={seed}): {anomalies:?} {commits:?}\nfaults: {faults:#?}"
+        );
+        if std::env::var("BLAZES_FAULT_SEED").is_ok() {
+            break;
+        }
+    }
+    // Negative control: the same run with outputs named by the instance stores the crashed
+    // instance's last output again under its replacement's name.
+    let seed = support_nats::fault_seed(1);
+    let (anomalies, _, _) = keyed_under_faults(seed, true).await.expect("a server");
+    assert!(
+        anomalies
+            .iter()
+            .any(|a| matches!(a, history::Anomaly::Duplicate { .. })),
+        "seed {seed}: {anomalies:?}"
+    );
+}

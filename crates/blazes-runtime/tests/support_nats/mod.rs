@@ -222,6 +222,26 @@ impl Cluster {
         }
     }
 
+    /// SIGSTOPs node `i`: a process paused (a GC, a VM stall) that neither answers nor
+    /// closes its connections.
+    #[allow(dead_code)]
+    pub fn pause(&self, i: usize) {
+        self.signal(i, libc::SIGSTOP);
+    }
+
+    /// SIGCONTs node `i` after [`Cluster::pause`].
+    #[allow(dead_code)]
+    pub fn resume(&self, i: usize) {
+        self.signal(i, libc::SIGCONT);
+    }
+
+    fn signal(&self, i: usize, sig: libc::c_int) {
+        if let Some(child) = &self.nodes[i].child {
+            // SAFETY: kill(2) on the pid of a child this harness spawned and has not reaped.
+            unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+        }
+    }
+
     /// Restarts node `i` on its ports and store directory.
     pub fn restart(&mut self, i: usize) {
         assert!(self.nodes[i].child.is_none(), "node {i} is running");
@@ -427,4 +447,67 @@ impl Drop for Proc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The seed of a fault schedule: `BLAZES_FAULT_SEED` when set (to replay a failure), else
+/// `default`.
+#[allow(dead_code)]
+pub fn fault_seed(default: u64) -> u64 {
+    std::env::var("BLAZES_FAULT_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Injects `faults` faults into a 3-node cluster at moments drawn from `seed`: SIGKILL and
+/// restart, or SIGSTOP and SIGCONT, of the leader of `stream` or of a follower, each for a
+/// few hundred milliseconds to a few seconds, with pauses between them. Returns what it did,
+/// one line per fault, for the failure message. Network partitions are not injected: the
+/// nodes share the loopback interface.
+#[allow(dead_code)]
+pub async fn nemesis(
+    cluster: &mut Cluster,
+    js: &jetstream::Context,
+    stream: &str,
+    seed: u64,
+    faults: usize,
+) -> Vec<String> {
+    // SplitMix64: the harness's own generator, so a seed replays the same schedule.
+    let mut state = seed;
+    let mut next = move |below: u64| {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) % below.max(1)
+    };
+    let started = Instant::now();
+    let mut log = Vec::new();
+    for _ in 0..faults {
+        tokio::time::sleep(Duration::from_millis(300 + next(1200))).await;
+        let leader = cluster.stream_leader(js, stream).await;
+        let (target, role) = if next(2) == 0 {
+            (leader, "leader")
+        } else {
+            ((leader + 1 + next(2) as usize) % 3, "follower")
+        };
+        let down = Duration::from_millis(300 + next(2700));
+        let kill = next(2) == 0;
+        log.push(format!(
+            "{:>6} ms: {} node {target} ({role} of {stream}) for {} ms",
+            started.elapsed().as_millis(),
+            if kill { "SIGKILL" } else { "SIGSTOP" },
+            down.as_millis()
+        ));
+        if kill {
+            cluster.kill(target);
+            tokio::time::sleep(down).await;
+            cluster.restart(target);
+        } else {
+            cluster.pause(target);
+            tokio::time::sleep(down).await;
+            cluster.resume(target);
+        }
+    }
+    log
 }
