@@ -573,6 +573,19 @@ async fn deploy_takes_a_list_of_servers() {
     }
 }
 
+/// `blazes deploy --check` of `spec` against `url`, reading the sync setting from `monitor`.
+fn check_monitored(url: &str, monitor: &str, spec: &str) -> std::process::Output {
+    blazes(&[
+        "deploy",
+        "--check",
+        "--nats",
+        url,
+        "--monitor",
+        monitor,
+        spec,
+    ])
+}
+
 /// A free port on 127.0.0.1 for a server's monitoring endpoint.
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -605,15 +618,7 @@ async fn deploy_check_lists_what_the_system_does_not_give_the_plan() {
     };
     let o = deploy(&url, &[spec]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let o = blazes(&[
-        "deploy",
-        "--check",
-        "--nats",
-        &url,
-        "--monitor",
-        &monitor,
-        spec,
-    ]);
+    let o = check_monitored(&url, &monitor, spec);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     assert!(out.contains("0 errors"), "{out}");
@@ -637,15 +642,7 @@ async fn deploy_check_lists_what_the_system_does_not_give_the_plan() {
     let Some((_cluster, url, monitor, _js)) = monitored(false).await else {
         return;
     };
-    let o = blazes(&[
-        "deploy",
-        "--check",
-        "--nats",
-        &url,
-        "--monitor",
-        &monitor,
-        spec,
-    ]);
+    let o = check_monitored(&url, &monitor, spec);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "a warning is not an error: {out}");
     assert!(

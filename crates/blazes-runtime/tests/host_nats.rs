@@ -43,6 +43,21 @@ async fn stored(js: &jetstream::Context, stream: &str) -> u64 {
     s.info().await.unwrap().state.messages
 }
 
+/// The outputs into `consumer` of a host opened with `config`.
+async fn outputs_of(
+    js: &jetstream::Context,
+    p: &PlanFile,
+    config: HostConfig,
+    consumer: &str,
+) -> blazes_runtime::nats::host::Outputs {
+    Host::open(js.clone(), p, config)
+        .await
+        .unwrap()
+        .outputs(consumer)
+        .await
+        .unwrap()
+}
+
 async fn next(host: &Host) -> Delivery {
     tokio::time::timeout(Duration::from_secs(20), host.next())
         .await
@@ -623,12 +638,7 @@ async fn outputs_across_a_takeover(
         r#"{"kind": "keyed-order", "component": "Report", "key": ["id"]}"#
     });
     p.name = Some(spec.to_string());
-    let into = Host::open(js.clone(), &p, config("Src", "0"))
-        .await
-        .unwrap()
-        .outputs("Report")
-        .await
-        .unwrap();
+    let into = outputs_of(js, &p, config("Src", "0"), "Report").await;
     // The inputs are the history's writes; each must reach the sink as one output.
     let history = history::History::default();
     for i in 0..3u32 {
@@ -738,12 +748,7 @@ async fn sends_of_an_input_handled_again_land_in_the_total_order_once() {
         return;
     };
     let p = plan(r#"{"kind": "global-order", "component": "Sum"}"#);
-    let into_stage = Host::open(js.clone(), &p, config("Src", "0"))
-        .await
-        .unwrap()
-        .outputs("Stage")
-        .await
-        .unwrap();
+    let into_stage = outputs_of(&js, &p, config("Src", "0"), "Stage").await;
     for i in 1..=4u32 {
         into_stage
             .publish(1, i, "", Bytes::from(i.to_string()))
@@ -804,12 +809,7 @@ async fn checkpoint_across_an_outage(retry_for: Duration, spec: &str) -> Result<
     cluster.wait_ready(&js, 1).await;
     let mut p = plan(r#"{"kind": "global-order", "component": "Sum"}"#);
     p.name = Some(spec.to_string());
-    let into = Host::open(js.clone(), &p, config("Src", "0"))
-        .await
-        .unwrap()
-        .outputs("Sum")
-        .await
-        .unwrap();
+    let into = outputs_of(&js, &p, config("Src", "0"), "Sum").await;
     into.send(1, 0, "1".into()).await.unwrap();
     let sum = Host::open(js.clone(), &p, config("Sum", "0").retry_for(retry_for))
         .await
@@ -850,12 +850,7 @@ async fn an_older_incarnation_cannot_overwrite_a_newer_checkpoint() {
         return;
     };
     let p = plan(r#"{"kind": "global-order", "component": "Sum"}"#);
-    let into = Host::open(js.clone(), &p, config("Src", "0"))
-        .await
-        .unwrap()
-        .outputs("Sum")
-        .await
-        .unwrap();
+    let into = outputs_of(&js, &p, config("Src", "0"), "Sum").await;
     for i in 1..=2u64 {
         into.send(i, 0, Bytes::from(i.to_string())).await.unwrap();
     }

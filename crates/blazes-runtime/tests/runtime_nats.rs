@@ -686,16 +686,21 @@ impl blazes_runtime::StateMachine for Running {
     }
 
     fn restore(snapshot: &[u8]) -> Result<Self, blazes_runtime::SmrError> {
-        let bytes: [u8; 8] =
-            snapshot
-                .try_into()
-                .map_err(|_| blazes_runtime::SmrError::BadSnapshot {
-                    reason: "not 8 bytes".into(),
-                })?;
         Ok(Running {
-            value: u64::from_be_bytes(bytes),
+            value: u64_snapshot(snapshot)?,
         })
     }
+}
+
+/// The state of a machine whose snapshot is one big-endian u64.
+fn u64_snapshot(snapshot: &[u8]) -> Result<u64, blazes_runtime::SmrError> {
+    let bytes: [u8; 8] =
+        snapshot
+            .try_into()
+            .map_err(|_| blazes_runtime::SmrError::BadSnapshot {
+                reason: "not 8 bytes".into(),
+            })?;
+    Ok(u64::from_be_bytes(bytes))
 }
 
 struct SmrRun {
@@ -1749,14 +1754,8 @@ impl blazes_runtime::StateMachine for Counter {
     }
 
     fn restore(snapshot: &[u8]) -> Result<Self, blazes_runtime::SmrError> {
-        let bytes: [u8; 8] =
-            snapshot
-                .try_into()
-                .map_err(|_| blazes_runtime::SmrError::BadSnapshot {
-                    reason: "not 8 bytes".into(),
-                })?;
         Ok(Counter {
-            applied: u64::from_be_bytes(bytes),
+            applied: u64_snapshot(snapshot)?,
         })
     }
 }
